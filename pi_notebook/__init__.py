@@ -1,0 +1,36 @@
+"""pi_notebook: the Pi agent core in Python, running inside the Jupyter kernel.
+
+Layers (imports go one way only): ``ai`` <- ``agent`` <- ``notebook``. Importing this package
+does not import IPython; ``load_ipython_extension`` and ``current`` load the notebook layer
+on first use.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+__version__ = "0.1.0"
+__all__ = ["__version__", "current", "load_ipython_extension"]
+
+if TYPE_CHECKING:
+    from .agent import Agent
+
+
+def load_ipython_extension(ipython: Any) -> None:
+    """``%load_ext pi_notebook``: register the ``%%pi`` transformer and magics."""
+    from .notebook.extension import load_ipython_extension as _load
+
+    _load(ipython)
+
+
+def unload_ipython_extension(ipython: Any) -> None:
+    from .notebook.extension import unload_ipython_extension as _unload
+
+    _unload(ipython)
+
+
+def current(name: str | None = None) -> Agent:
+    """The kernel's conversation used by ``%%pi`` (created on first use)."""
+    from .notebook.conversations import current as _current
+
+    return _current(name)

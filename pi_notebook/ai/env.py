@@ -1,0 +1,56 @@
+"""API keys from the usual environment variables, per provider id.
+
+A key is looked up in ``options.env`` first (provider-scoped overrides), then ``os.environ``.
+Keys are never logged or put into error messages: only the *name* of the variable is.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+
+ENV_API_KEYS: dict[str, tuple[str, ...]] = {
+    "openai": ("OPENAI_API_KEY",),
+    "anthropic": ("ANTHROPIC_API_KEY", "ANTHROPIC_OAUTH_TOKEN"),
+    "google": ("GEMINI_API_KEY", "GOOGLE_API_KEY"),
+    "groq": ("GROQ_API_KEY",),
+    "deepseek": ("DEEPSEEK_API_KEY",),
+    "openrouter": ("OPENROUTER_API_KEY",),
+    "mistral": ("MISTRAL_API_KEY",),
+    "xai": ("XAI_API_KEY",),
+    "together": ("TOGETHER_API_KEY",),
+    "cerebras": ("CEREBRAS_API_KEY",),
+    "fireworks": ("FIREWORKS_API_KEY",),
+    "zai": ("ZAI_API_KEY",),
+    "moonshotai": ("MOONSHOT_API_KEY",),
+    "huggingface": ("HF_TOKEN",),
+    "nvidia": ("NVIDIA_API_KEY",),
+    "vercel-ai-gateway": ("AI_GATEWAY_API_KEY",),
+}
+
+# Local OpenAI-compatible servers accept any key (or none); they never need one.
+KEYLESS_PROVIDERS: frozenset[str] = frozenset({"ollama", "vllm", "llama.cpp", "lmstudio", "local"})
+
+
+def env_var_names(provider: str) -> tuple[str, ...]:
+    """The variables consulted for ``provider``: known names, else ``<PROVIDER>_API_KEY``."""
+    known = ENV_API_KEYS.get(provider)
+    if known:
+        return known
+    return (provider.upper().replace("-", "_").replace(".", "_") + "_API_KEY",)
+
+
+def get_env_api_key(provider: str, env: Mapping[str, str] | None = None) -> str | None:
+    for name in env_var_names(provider):
+        if env and env.get(name):
+            return env[name]
+        value = os.environ.get(name)
+        if value:
+            return value
+    return None
+
+
+def missing_key_message(provider: str) -> str:
+    names = env_var_names(provider)
+    wanted = " or ".join(names)
+    return f"No API key for provider: {provider}. Set {wanted} or pass api_key."

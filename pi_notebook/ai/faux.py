@@ -1,0 +1,438 @@
+"""The faux provider (spec 3.10): an in-memory, scriptable model used by tests, tutorials and
+offline demos. It is product code: it streams real events with Pi's exact order, estimates
+usage from the serialized context, simulates prompt caching per ``session_id`` and honours
+abort signals between chunks.
+
+Chunking is random in ``token_size`` (``{"min": 3, "max": 5}`` tokens of 4 characters) unless
+``min == max`` or a ``seed`` is given, which makes every event sequence reproducible.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import json
+import math
+import random
+import secrets
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, TypeAlias, TypedDict
+
+from .abort import ABORT_MESSAGE
+from .event_stream import AssistantMessageEventStream
+from .events import (
+    DoneEvent,
+    ErrorEvent,
+    StartEvent,
+    TextDeltaEvent,
+    TextEndEvent,
+    TextStartEvent,
+    ThinkingDeltaEvent,
+    ThinkingEndEvent,
+    ThinkingStartEvent,
+    ToolCallDeltaEvent,
+    ToolCallEndEvent,
+    ToolCallStartEvent,
+)
+from .models import register_models, unregister_models
+from .options import StreamOptions, coerce_options
+from .registry import ApiProvider, register_api_provider, unregister_api_providers
+from .types import (
+    AssistantContentBlock,
+    AssistantMessage,
+    Context,
+    Model,
+    StopReason,
+    TextContent,
+    ThinkingContent,
+    ToolCall,
+    Usage,
+    now_ms,
+)
+
+__all__ = [
+    "FauxRegistration",
+    "FauxResponse",
+    "FauxState",
+    "faux_assistant_message",
+    "faux_text",
+    "faux_thinking",
+    "faux_tool_call",
+    "register_faux_provider",
+]
+
+
+class TokenSize(TypedDict):
+    min: int
+    max: int
+
+
+@dataclass
+class FauxState:
+    call_count: int = 0
+
+
+FauxFactory: TypeAlias = Callable[
+    [Context, StreamOptions, FauxState, Model], "AssistantMessage | str | Awaitable[AssistantMessage | str]"
+]
+FauxResponse: TypeAlias = "AssistantMessage | str | FauxFactory"
+
+
+# --- helpers ---------------------------------------------------------------------------
+
+
+def faux_text(text: str) -> TextContent:
+    return TextContent(text=text)
+
+
+def faux_thinking(thinking: str) -> ThinkingContent:
+    return ThinkingContent(thinking=thinking)
+
+
+def faux_tool_call(name: str, arguments: dict[str, Any] | None = None, id: str | None = None) -> ToolCall:
+    call_id = id if id is not None else f"tool:{now_ms()}:{secrets.token_hex(4)}"
+    return ToolCall(id=call_id, name=name, arguments=dict(arguments or {}))
+
+
+def faux_assistant_message(
+    content: str | AssistantContentBlock | Sequence[AssistantContentBlock],
+    stop_reason: StopReason = "stop",
+    error_message: str | None = None,
+    response_id: str | None = None,
+    timestamp: int | None = None,
+) -> AssistantMessage:
+    if isinstance(content, str):
+        blocks: list[AssistantContentBlock] = [TextContent(text=content)]
+    elif isinstance(content, TextContent | ThinkingContent | ToolCall):
+        blocks = [content]
+    else:
+        blocks = list(content)
+    return AssistantMessage(
+        content=blocks, api="faux", provider="faux", model="faux-1", usage=Usage(),
+        stop_reason=stop_reason, error_message=error_message, response_id=response_id,
+        timestamp=timestamp if timestamp is not None else now_ms(),
+    )
+
+
+# --- usage estimate ----------------------------------------------------------------------
+
+
+def _blocks_text(blocks: Sequence[Any]) -> str:
+    parts: list[str] = []
+    for b in blocks:
+        if b.type == "text":
+            parts.append(b.text)
+        elif b.type == "thinking":
+            parts.append(b.thinking)
+        elif b.type == "image":
+            parts.append(f"[image:{b.mime_type}:{len(b.data)}]")
+        elif b.type == "toolCall":
+            parts.append(f"{b.name}:{_js_json(b.arguments)}")
+    return "\n".join(parts)
+
+
+def _js_json(value: Any) -> str:
+    """``JSON.stringify`` layout: compact separators, non-ASCII kept."""
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+
+
+def serialize_context(context: Context) -> str:
+    parts: list[str] = []
+    if context.system_prompt:
+        parts.append(f"system:{context.system_prompt}")
+    for m in context.messages:
+        if m.role == "user":
+            text = m.content if isinstance(m.content, str) else _blocks_text(m.content)
+            parts.append(f"user:{text}")
+        elif m.role == "assistant":
+            parts.append(f"assistant:{_blocks_text(m.content)}")
+        else:
+            parts.append(f"toolResult:{m.tool_name}\n{_blocks_text(m.content)}")
+    if context.tools:
+        tools = [{"name": t.name, "description": t.description, "parameters": t.parameters} for t in context.tools]
+        parts.append(f"tools:{_js_json(tools)}")
+    return "\n\n".join(parts)
+
+
+def _tokens(text_len: int) -> int:
+    return math.ceil(text_len / 4)
+
+
+def _common_prefix(a: str, b: str) -> int:
+    n = min(len(a), len(b))
+    i = 0
+    while i < n and a[i] == b[i]:
+        i += 1
+    return i
+
+
+# --- the core ------------------------------------------------------------------------------
+
+
+@dataclass
+class _FauxCore:
+    api: str
+    provider: str
+    models: list[Model]
+    tokens_per_second: float | None
+    token_size: TokenSize
+    rng: random.Random
+    state: FauxState = field(default_factory=FauxState)
+    queue: list[FauxResponse] = field(default_factory=list)
+    sessions: dict[str, str] = field(default_factory=dict)
+
+    def usage_for(self, context: Context, message: AssistantMessage, options: StreamOptions) -> Usage:
+        prompt = serialize_context(context)
+        prompt_tokens = _tokens(len(prompt))
+        output = _tokens(len(_blocks_text(message.content)))
+        usage = Usage(input=prompt_tokens, output=output)
+        if options.session_id and options.cache_retention != "none":
+            previous = self.sessions.get(options.session_id)
+            if previous is None:
+                usage.cache_write = prompt_tokens
+            else:
+                prefix = _common_prefix(previous, prompt)
+                usage.cache_read = _tokens(prefix)
+                usage.cache_write = _tokens(len(prompt) - prefix)
+                usage.input = max(0, prompt_tokens - usage.cache_read)
+            self.sessions[options.session_id] = prompt
+        usage.total_tokens = usage.input + usage.output + usage.cache_read + usage.cache_write
+        return usage
+
+    def chunks(self, text: str) -> list[str]:
+        out: list[str] = []
+        i = 0
+        while i < len(text):
+            size = self.rng.randint(self.token_size["min"], self.token_size["max"]) * 4
+            out.append(text[i : i + size])
+            i += size
+        return out
+
+    def stream(self, model: Model, context: Context, options: Any = None) -> AssistantMessageEventStream:
+        opts = coerce_options(options, StreamOptions)
+        out = AssistantMessageEventStream()
+        self.state.call_count += 1
+        out.start(lambda: self._produce(out, model, context, opts))
+        return out
+
+    async def _resolve_step(self, model: Model, context: Context, opts: StreamOptions) -> AssistantMessage:
+        step = self.queue.pop(0)
+        if callable(step) and not isinstance(step, AssistantMessage):
+            produced = step(context, opts, self.state, model)
+            step = await produced if inspect.isawaitable(produced) else produced
+        if isinstance(step, str):
+            step = faux_assistant_message(step)
+        if not isinstance(step, AssistantMessage):
+            raise TypeError(f"a faux response must be an AssistantMessage or str, not {type(step).__name__}")
+        return step.model_copy(deep=True)
+
+    async def _produce(
+        self, out: AssistantMessageEventStream, model: Model, context: Context, opts: StreamOptions
+    ) -> None:
+        await asyncio.sleep(0)
+        if opts.on_response is not None:
+            result = opts.on_response({"status": 200, "headers": {}}, model)
+            if inspect.isawaitable(result):
+                await result
+        if not self.queue:
+            out.push(ErrorEvent(reason="error", error=self._bare(model, "error", "No more faux responses queued")))
+            out.end()
+            return
+        try:
+            message = await self._resolve_step(model, context, opts)
+        except Exception as exc:
+            out.push(ErrorEvent(reason="error", error=self._bare(model, "error", str(exc) or type(exc).__name__)))
+            out.end()
+            return
+        message.api, message.provider, message.model = self.api, self.provider, model.id
+        message.usage = self.usage_for(context, message, opts)
+        await _FauxPlayback(self, out, message, opts).run()
+
+    def _bare(self, model: Model, reason: StopReason, text: str) -> AssistantMessage:
+        return AssistantMessage(
+            content=[], api=self.api, provider=self.provider, model=model.id, usage=Usage(),
+            stop_reason=reason, error_message=text,
+        )
+
+
+class _Aborted(Exception):
+    pass
+
+
+class _FauxPlayback:
+    """Streams one scripted message as events, chunk by chunk, honouring pacing and abort."""
+
+    def __init__(
+        self, core: _FauxCore, out: AssistantMessageEventStream, final: AssistantMessage, opts: StreamOptions
+    ) -> None:
+        self.core, self.out, self.final, self.opts = core, out, final, opts
+        self.partial = final.model_copy(update={"content": [], "stop_reason": "pending", "error_message": None})
+
+    def _snapshot(self) -> AssistantMessage:
+        return self.partial.model_copy()
+
+    def _check_abort(self) -> None:
+        if self.opts.signal is not None and self.opts.signal.aborted:
+            raise _Aborted()
+
+    async def _pace(self, chunk: str) -> None:
+        tps = self.core.tokens_per_second
+        if tps:
+            await asyncio.sleep(math.ceil(len(chunk) / 4) / tps)
+        else:
+            await asyncio.sleep(0)
+        self._check_abort()
+
+    async def run(self) -> None:
+        try:
+            self._check_abort()
+            self.out.push(StartEvent(partial=self._snapshot()))
+            for block in self.final.content:
+                self._check_abort()
+                await self._play_block(block)
+        except _Aborted:
+            self.partial.stop_reason = "aborted"
+            self.partial.error_message = ABORT_MESSAGE
+            self.out.push(ErrorEvent(reason="aborted", error=self.partial))
+            self.out.end()
+            return
+        self._finish()
+
+    async def _play_block(self, block: AssistantContentBlock) -> None:
+        index = len(self.partial.content)
+        if isinstance(block, ToolCall):
+            live_call = ToolCall(id=block.id, name=block.name, arguments={},
+                                 thought_signature=block.thought_signature)
+            self.partial.content.append(live_call)
+            self.out.push(ToolCallStartEvent(content_index=index, partial=self._snapshot()))
+            for chunk in self.core.chunks(_js_json(block.arguments)):
+                await self._pace(chunk)
+                self.out.push(ToolCallDeltaEvent(content_index=index, delta=chunk, partial=self._snapshot()))
+            live_call.arguments = block.arguments
+            self.out.push(ToolCallEndEvent(content_index=index, tool_call=live_call, partial=self._snapshot()))
+        elif isinstance(block, ThinkingContent):
+            live_thinking = block.model_copy(update={"thinking": ""})
+            self.partial.content.append(live_thinking)
+            self.out.push(ThinkingStartEvent(content_index=index, partial=self._snapshot()))
+            for chunk in self.core.chunks(block.thinking):
+                await self._pace(chunk)
+                live_thinking.thinking += chunk
+                self.out.push(ThinkingDeltaEvent(content_index=index, delta=chunk, partial=self._snapshot()))
+            self.out.push(ThinkingEndEvent(content_index=index, content=live_thinking.thinking,
+                                           partial=self._snapshot()))
+        else:
+            live_text = block.model_copy(update={"text": ""})
+            self.partial.content.append(live_text)
+            self.out.push(TextStartEvent(content_index=index, partial=self._snapshot()))
+            for chunk in self.core.chunks(block.text):
+                await self._pace(chunk)
+                live_text.text += chunk
+                self.out.push(TextDeltaEvent(content_index=index, delta=chunk, partial=self._snapshot()))
+            self.out.push(TextEndEvent(content_index=index, content=live_text.text, partial=self._snapshot()))
+
+    def _finish(self) -> None:
+        final, partial = self.final, self.partial
+        partial.stop_reason = final.stop_reason
+        partial.error_message = final.error_message
+        if final.stop_reason == "pending":
+            partial.stop_reason = "error"
+            partial.error_message = "Faux response ended without a stop reason"
+            self.out.push(ErrorEvent(reason="error", error=partial))
+        elif final.stop_reason in ("error", "aborted"):
+            self.out.push(ErrorEvent(reason=final.stop_reason, error=partial))
+        else:
+            self.out.push(DoneEvent(reason=final.stop_reason, message=partial))
+        self.out.end()
+
+
+# --- registration ----------------------------------------------------------------------------
+
+_MODEL_DEFAULTS: dict[str, Any] = {
+    "name": "Faux Model",
+    "reasoning": False,
+    "input": ["text", "image"],
+    "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0},
+    "contextWindow": 128_000,
+    "maxTokens": 16_384,
+    "baseUrl": "http://localhost:0",
+}
+
+
+class FauxRegistration:
+    """What :func:`register_faux_provider` returns: the models and the response queue."""
+
+    def __init__(self, core: _FauxCore, source_id: str) -> None:
+        self._core = core
+        self._source_id = source_id
+
+    @property
+    def api(self) -> str:
+        return self._core.api
+
+    @property
+    def provider(self) -> str:
+        return self._core.provider
+
+    @property
+    def models(self) -> list[Model]:
+        return list(self._core.models)
+
+    @property
+    def state(self) -> FauxState:
+        return self._core.state
+
+    def get_model(self, model_id: str | None = None) -> Model:
+        if model_id is None:
+            return self._core.models[0]
+        for model in self._core.models:
+            if model.id == model_id:
+                return model
+        raise KeyError(f"Unknown faux model {model_id!r}")
+
+    def set_responses(self, responses: Sequence[FauxResponse]) -> None:
+        self._core.queue[:] = list(responses)
+
+    def append_responses(self, responses: Sequence[FauxResponse]) -> None:
+        self._core.queue.extend(responses)
+
+    def get_pending_response_count(self) -> int:
+        return len(self._core.queue)
+
+    def stream(self, model: Model, context: Context, options: Any = None) -> AssistantMessageEventStream:
+        return self._core.stream(model, context, options)
+
+    def unregister(self) -> None:
+        unregister_api_providers(self._source_id)
+        unregister_models(self._core.provider, [m.id for m in self._core.models])
+
+
+def register_faux_provider(
+    *,
+    api: str | None = None,
+    provider: str = "faux",
+    models: Sequence[dict[str, Any] | Model] | None = None,
+    tokens_per_second: float | None = None,
+    token_size: TokenSize | dict[str, int] | None = None,
+    seed: int | None = None,
+) -> FauxRegistration:
+    """Register a faux API and its models (default ``faux:faux-1``); see module docstring."""
+    api_id = api or f"faux:{now_ms()}:{secrets.token_hex(4)}"
+    size = token_size or {"min": 3, "max": 5}
+    low, high = int(size.get("min", 3)), int(size.get("max", size.get("min", 5)))
+    if low < 1 or high < low:
+        raise ValueError(f"token_size must satisfy 1 <= min <= max, got {dict(size)}")
+    definitions = list(models) if models else [{"id": "faux-1"}]
+    built: list[Model] = []
+    for definition in definitions:
+        data = definition.model_dump() if isinstance(definition, Model) else dict(definition)
+        merged = {**_MODEL_DEFAULTS, **data, "api": api_id, "provider": provider}
+        built.append(Model.model_validate(merged))
+    core = _FauxCore(
+        api=api_id, provider=provider, models=built, tokens_per_second=tokens_per_second,
+        token_size={"min": low, "max": high}, rng=random.Random(seed),
+    )
+    source_id = f"faux-source:{secrets.token_hex(6)}"
+    register_api_provider(ApiProvider(api=api_id, stream=core.stream, stream_simple=core.stream), source_id)
+    register_models(built)
+    return FauxRegistration(core, source_id)

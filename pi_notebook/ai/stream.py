@@ -1,0 +1,82 @@
+"""Entry points: ``stream``, ``complete``, ``stream_simple``, ``complete_simple``.
+
+They never raise (DESIGN fix 4): an unknown API, a missing API key or a provider that throws
+while setting up all become a single terminal ``error`` event whose message says what to do.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from .env import KEYLESS_PROVIDERS, get_env_api_key, missing_key_message
+from .event_stream import AssistantMessageEventStream
+from .events import ErrorEvent
+from .options import SimpleStreamOptions, StreamOptions, coerce_options
+from .registry import get_api_provider
+from .types import AssistantMessage, Context, Model, Usage
+
+
+def error_stream(model: Model, message: str, aborted: bool = False) -> AssistantMessageEventStream:
+    """A stream holding one terminal ``error`` event with an empty assistant message."""
+    s = AssistantMessageEventStream()
+    reason = "aborted" if aborted else "error"
+    msg = AssistantMessage(
+        content=[], api=model.api, provider=model.provider, model=model.id, usage=Usage(),
+        stop_reason=reason, error_message=message,
+    )
+    s.push(ErrorEvent(reason=reason, error=msg))
+    s.end()
+    return s
+
+
+def _needs_key(model: Model) -> bool:
+    if model.provider in KEYLESS_PROVIDERS or model.provider.startswith("faux"):
+        return False
+    if model.compat and model.compat.get("requiresApiKey") is False:
+        return False
+    base = model.base_url
+    return not ("://127.0.0.1" in base or "://localhost" in base or "://[::1]" in base)
+
+
+def _dispatch(model: Model, context: Context, options: Any, simple: bool) -> AssistantMessageEventStream:
+    cls = SimpleStreamOptions if simple else StreamOptions
+    try:
+        if not isinstance(context, Context):
+            context = Context.model_validate(context)
+        opts: StreamOptions = options if isinstance(options, StreamOptions) else coerce_options(options, cls)
+        provider = get_api_provider(model.api)
+        if provider is None:
+            return error_stream(model, f"No API provider registered for api: {model.api}")
+        if opts.api_key is None:
+            key = get_env_api_key(model.provider, opts.env)
+            if key is None and _needs_key(model) and not model.api.startswith("faux"):
+                return error_stream(model, missing_key_message(model.provider))
+            if key is not None:
+                opts = dataclasses.replace(opts, api_key=key)
+        fn = provider.stream_simple if simple else provider.stream
+        return fn(model, context, opts)
+    except Exception as exc:  # the contract: entry points never raise
+        return error_stream(model, str(exc) or type(exc).__name__)
+
+
+def stream(model: Model, context: Context | dict[str, Any], options: Any = None) -> AssistantMessageEventStream:
+    """Stream with API-specific options (``StreamOptions`` or a mapping of its fields)."""
+    return _dispatch(model, context, options, simple=False)  # type: ignore[arg-type]
+
+
+def stream_simple(
+    model: Model, context: Context | dict[str, Any], options: Any = None
+) -> AssistantMessageEventStream:
+    """Stream with provider-neutral options (``reasoning`` level, thinking budgets)."""
+    return _dispatch(model, context, options, simple=True)  # type: ignore[arg-type]
+
+
+async def complete(model: Model, context: Context | dict[str, Any], options: Any = None) -> AssistantMessage:
+    return await stream(model, context, options).result()
+
+
+async def complete_simple(
+    model: Model, context: Context | dict[str, Any], options: Any = None
+) -> AssistantMessage:
+    return await stream_simple(model, context, options).result()
