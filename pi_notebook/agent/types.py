@@ -1,0 +1,320 @@
+"""Types of the agent layer (Pi's ``packages/agent/src/types.ts``): tools and their results,
+hook contexts, the loop config, and the ten ``AgentEvent`` types.
+
+Contracts written on the types, as in Pi:
+* ``AgentTool.execute`` raises on failure; the loop turns the exception into an error result.
+* Hooks (``before_tool_call`` / ``after_tool_call``) may be sync or async; an
+  ``AfterToolCallResult`` field that is not ``None`` replaces the executed value wholesale.
+* Events are plain slotted dataclasses; ``to_dict()`` gives Pi's camelCase JSON.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol, TypeAlias
+
+from pydantic import BaseModel
+
+from ..ai.abort import AbortSignal
+from ..ai.event_stream import AssistantMessageEventStream
+from ..ai.events import AssistantMessageEvent
+from ..ai.options import SimpleStreamOptions
+from ..ai.types import (
+    AssistantMessage,
+    Context,
+    ImageContent,
+    LlmMessage,
+    Model,
+    TextContent,
+    Tool,
+    ToolCall,
+    ToolResultMessage,
+    Usage,
+)
+
+ThinkingLevel: TypeAlias = Literal["off", "minimal", "low", "medium", "high", "xhigh", "max"]
+ToolExecutionMode: TypeAlias = Literal["sequential", "parallel"]
+QueueMode: TypeAlias = Literal["all", "one-at-a-time"]
+
+AgentMessage: TypeAlias = "LlmMessage | BaseModel"
+"""A transcript entry: one of the three LLM roles, or any pydantic model with a ``role``
+outside ``user``/``assistant``/``toolResult`` (seen by the model only via ``convert_to_llm``)."""
+
+ToolResultContent: TypeAlias = "TextContent | ImageContent"
+
+MaybeAwaitable: TypeAlias = "Awaitable[Any] | Any"
+
+
+class StreamFn(Protocol):
+    def __call__(
+        self, model: Model, context: Context, options: SimpleStreamOptions, /
+    ) -> AssistantMessageEventStream | Awaitable[AssistantMessageEventStream]: ...
+
+
+# --- tools ---------------------------------------------------------------------------------
+
+
+@dataclass(kw_only=True)
+class AgentToolResult:
+    content: list[TextContent | ImageContent] = field(default_factory=list)
+    details: Any = None
+    usage: Usage | None = None
+    added_tool_names: list[str] | None = None
+    terminate: bool | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"content": [b.model_dump() for b in self.content], "details": _plain(self.details)}
+        if self.usage is not None:
+            out["usage"] = self.usage.model_dump()
+        if self.added_tool_names:
+            out["addedToolNames"] = list(self.added_tool_names)
+        if self.terminate is not None:
+            out["terminate"] = self.terminate
+        return out
+
+
+AgentToolUpdateCallback: TypeAlias = Callable[[AgentToolResult], None]
+ToolExecute: TypeAlias = Callable[
+    [str, Any, AbortSignal | None, AgentToolUpdateCallback | None], "Awaitable[AgentToolResult] | AgentToolResult"
+]
+
+
+@dataclass(kw_only=True)
+class AgentTool:
+    """A tool the agent can run. ``parameters`` is a JSON-schema dict (validated with Pi's
+    lenient coercion) or a pydantic model class (validated by pydantic; ``execute`` then gets
+    the model instance). ``execute`` may be async or sync; sync runs in a worker thread."""
+
+    name: str
+    description: str
+    parameters: dict[str, Any] | type[BaseModel]
+    execute: ToolExecute
+    label: str = ""
+    prepare_arguments: Callable[[Any], Any] | None = None
+    execution_mode: ToolExecutionMode | None = None
+
+    def __post_init__(self) -> None:
+        if not self.label:
+            self.label = self.name
+
+    def json_schema(self) -> dict[str, Any]:
+        params = self.parameters
+        if isinstance(params, dict):
+            return params
+        return params.model_json_schema()
+
+    def to_tool(self) -> Tool:
+        """The provider-facing definition (name, description, JSON schema)."""
+        return Tool(name=self.name, description=self.description, parameters=self.json_schema())
+
+
+# --- context and hooks ---------------------------------------------------------------------
+
+
+@dataclass(kw_only=True)
+class AgentContext:
+    system_prompt: str = ""
+    messages: list[Any] = field(default_factory=list)
+    tools: list[AgentTool] | None = None
+
+
+@dataclass(kw_only=True)
+class BeforeToolCallContext:
+    assistant_message: AssistantMessage
+    tool_call: ToolCall
+    args: Any
+    context: AgentContext
+
+
+@dataclass(kw_only=True)
+class BeforeToolCallResult:
+    block: bool = False
+    reason: str | None = None
+
+
+@dataclass(kw_only=True)
+class AfterToolCallContext:
+    assistant_message: AssistantMessage
+    tool_call: ToolCall
+    args: Any
+    result: AgentToolResult
+    is_error: bool
+    context: AgentContext
+
+
+@dataclass(kw_only=True)
+class AfterToolCallResult:
+    content: list[TextContent | ImageContent] | None = None
+    details: Any = None
+    is_error: bool | None = None
+    usage: Usage | None = None
+    terminate: bool | None = None
+
+
+@dataclass(kw_only=True)
+class TurnContext:
+    """Passed to ``should_stop_after_turn`` and ``prepare_next_turn``."""
+
+    message: Any
+    tool_results: list[ToolResultMessage]
+    context: AgentContext
+    new_messages: list[Any]
+
+
+ShouldStopAfterTurnContext = TurnContext
+PrepareNextTurnContext = TurnContext
+
+
+@dataclass(kw_only=True)
+class AgentLoopTurnUpdate:
+    context: AgentContext | None = None
+    model: Model | None = None
+    thinking_level: ThinkingLevel | None = None
+
+
+BeforeToolCallHook: TypeAlias = Callable[
+    [BeforeToolCallContext, AbortSignal | None], "Awaitable[BeforeToolCallResult | None] | BeforeToolCallResult | None"
+]
+AfterToolCallHook: TypeAlias = Callable[
+    [AfterToolCallContext, AbortSignal | None], "Awaitable[AfterToolCallResult | None] | AfterToolCallResult | None"
+]
+
+
+def _default_convert_to_llm(messages: Sequence[Any]) -> list[LlmMessage]:
+    return [m for m in messages if getattr(m, "role", None) in ("user", "assistant", "toolResult")]
+
+
+@dataclass(kw_only=True)
+class AgentLoopConfig(SimpleStreamOptions):
+    """Loop configuration; it *is* the stream options handed to the stream function."""
+
+    model: Model
+    convert_to_llm: Callable[[list[Any]], Any] = _default_convert_to_llm
+    transform_context: Callable[[list[Any], AbortSignal | None], Any] | None = None
+    get_api_key: Callable[[str], Any] | None = None
+    should_stop_after_turn: Callable[[TurnContext], Any] | None = None
+    prepare_next_turn: Callable[[TurnContext], Any] | None = None
+    get_steering_messages: Callable[[], Any] | None = None
+    get_follow_up_messages: Callable[[], Any] | None = None
+    tool_execution: ToolExecutionMode = "parallel"
+    before_tool_call: BeforeToolCallHook | None = None
+    after_tool_call: AfterToolCallHook | None = None
+
+
+# --- events --------------------------------------------------------------------------------
+
+_CAMEL = {
+    "tool_results": "toolResults",
+    "assistant_message_event": "assistantMessageEvent",
+    "tool_call_id": "toolCallId",
+    "tool_name": "toolName",
+    "partial_result": "partialResult",
+    "is_error": "isError",
+}
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, BaseModel):
+        return value.model_dump()
+    if hasattr(value, "to_dict"):
+        return value.to_dict()
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    return value
+
+
+@dataclass(slots=True)
+class _AgentEvent:
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"type": getattr(self, "type")}
+        for name in self.__slots__:  # type: ignore[attr-defined]
+            if name != "type":
+                out[_CAMEL.get(name, name)] = _plain(getattr(self, name))
+        return out
+
+
+@dataclass(slots=True)
+class AgentStartEvent(_AgentEvent):
+    type: Literal["agent_start"] = "agent_start"
+
+
+@dataclass(slots=True)
+class AgentEndEvent(_AgentEvent):
+    messages: list[Any]
+    type: Literal["agent_end"] = "agent_end"
+
+
+@dataclass(slots=True)
+class TurnStartEvent(_AgentEvent):
+    type: Literal["turn_start"] = "turn_start"
+
+
+@dataclass(slots=True)
+class TurnEndEvent(_AgentEvent):
+    message: Any
+    tool_results: list[ToolResultMessage]
+    type: Literal["turn_end"] = "turn_end"
+
+
+@dataclass(slots=True)
+class MessageStartEvent(_AgentEvent):
+    message: Any
+    type: Literal["message_start"] = "message_start"
+
+
+@dataclass(slots=True)
+class MessageUpdateEvent(_AgentEvent):
+    message: Any
+    assistant_message_event: AssistantMessageEvent
+    type: Literal["message_update"] = "message_update"
+
+
+@dataclass(slots=True)
+class MessageEndEvent(_AgentEvent):
+    message: Any
+    type: Literal["message_end"] = "message_end"
+
+
+@dataclass(slots=True)
+class ToolExecutionStartEvent(_AgentEvent):
+    tool_call_id: str
+    tool_name: str
+    args: Any
+    type: Literal["tool_execution_start"] = "tool_execution_start"
+
+
+@dataclass(slots=True)
+class ToolExecutionUpdateEvent(_AgentEvent):
+    tool_call_id: str
+    tool_name: str
+    args: Any
+    partial_result: AgentToolResult
+    type: Literal["tool_execution_update"] = "tool_execution_update"
+
+
+@dataclass(slots=True)
+class ToolExecutionEndEvent(_AgentEvent):
+    tool_call_id: str
+    tool_name: str
+    result: AgentToolResult
+    is_error: bool
+    type: Literal["tool_execution_end"] = "tool_execution_end"
+
+
+AgentEvent: TypeAlias = (
+    AgentStartEvent
+    | AgentEndEvent
+    | TurnStartEvent
+    | TurnEndEvent
+    | MessageStartEvent
+    | MessageUpdateEvent
+    | MessageEndEvent
+    | ToolExecutionStartEvent
+    | ToolExecutionUpdateEvent
+    | ToolExecutionEndEvent
+)
+
+AgentListener: TypeAlias = Callable[[AgentEvent, AbortSignal], "Awaitable[None] | None"]
