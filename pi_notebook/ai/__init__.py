@@ -37,10 +37,10 @@ _EXPORTS: dict[str, str] = {
     "AbortError": "abort",
     "StreamOptions": "options",
     "SimpleStreamOptions": "options",
-    "stream": "stream",
-    "complete": "stream",
-    "stream_simple": "stream",
-    "complete_simple": "stream",
+    "stream": "entry",
+    "complete": "entry",
+    "stream_simple": "entry",
+    "complete_simple": "entry",
     "ApiProvider": "registry",
     "register_api_provider": "registry",
     "unregister_api_providers": "registry",
@@ -96,7 +96,7 @@ if TYPE_CHECKING:
     from .options import SimpleStreamOptions, StreamOptions
     from .overflow import is_context_overflow
     from .registry import ApiProvider, get_api_provider, register_api_provider, unregister_api_providers
-    from .stream import complete, complete_simple, stream, stream_simple
+    from .entry import complete, complete_simple, stream, stream_simple
     from .transform import transform_messages
     from .types import (
         AssistantMessage, AssistantMessageDiagnostic, CacheRetention, Context, Cost, CostTier, ImageContent,

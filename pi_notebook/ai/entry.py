@@ -1,4 +1,4 @@
-"""Entry points: ``stream``, ``complete``, ``stream_simple``, ``complete_simple``.
+"""Entry points (module named `entry` so it cannot shadow the `stream` function): ``stream``, ``complete``, ``stream_simple``, ``complete_simple``.
 
 They never raise (DESIGN fix 4): an unknown API, a missing API key or a provider that throws
 while setting up all become a single terminal ``error`` event whose message says what to do.
