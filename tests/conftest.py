@@ -10,9 +10,9 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from loopback import LoopbackServer  # noqa: E402
+from loopback import LoopbackServer
 
-from pi_notebook.ai.faux import FauxRegistration, register_faux_provider  # noqa: E402
+from pi_notebook.ai.faux import FauxRegistration, register_faux_provider
 
 
 @pytest.fixture

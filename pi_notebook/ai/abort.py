@@ -8,6 +8,7 @@ signal is awaitable (``await signal.wait()``) so asyncio code can race it agains
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
@@ -72,10 +73,8 @@ class AbortSignal:
         self.reason = reason
         listeners, self._listeners = self._listeners, []
         for listener in listeners:
-            try:
+            with contextlib.suppress(Exception):  # a broken listener must not stop the others
                 listener()
-            except Exception:  # a broken listener must not stop the others
-                pass
         for event in self._events:
             event.set()
 

@@ -1,4 +1,6 @@
-"""Entry points (module named `entry` so it cannot shadow the `stream` function): ``stream``, ``complete``, ``stream_simple``, ``complete_simple``.
+"""Entry points ``stream``, ``complete``, ``stream_simple``, ``complete_simple``.
+
+(The module is named ``entry`` so it cannot shadow the ``stream`` function on the package.)
 
 They never raise (DESIGN fix 4): an unknown API, a missing API key or a provider that throws
 while setting up all become a single terminal ``error`` event whose message says what to do.
@@ -7,7 +9,7 @@ while setting up all become a single terminal ``error`` event whose message says
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
+from typing import Any, Literal
 
 from .env import KEYLESS_PROVIDERS, get_env_api_key, missing_key_message
 from .event_stream import AssistantMessageEventStream
@@ -20,10 +22,15 @@ from .types import AssistantMessage, Context, Model, Usage
 def error_stream(model: Model, message: str, aborted: bool = False) -> AssistantMessageEventStream:
     """A stream holding one terminal ``error`` event with an empty assistant message."""
     s = AssistantMessageEventStream()
-    reason = "aborted" if aborted else "error"
+    reason: Literal["aborted", "error"] = "aborted" if aborted else "error"
     msg = AssistantMessage(
-        content=[], api=model.api, provider=model.provider, model=model.id, usage=Usage(),
-        stop_reason=reason, error_message=message,
+        content=[],
+        api=model.api,
+        provider=model.provider,
+        model=model.id,
+        usage=Usage(),
+        stop_reason=reason,
+        error_message=message,
     )
     s.push(ErrorEvent(reason=reason, error=msg))
     s.end()
@@ -60,7 +67,9 @@ def _dispatch(model: Model, context: Context, options: Any, simple: bool) -> Ass
         return error_stream(model, str(exc) or type(exc).__name__)
 
 
-def stream(model: Model, context: Context | dict[str, Any], options: Any = None) -> AssistantMessageEventStream:
+def stream(
+    model: Model, context: Context | dict[str, Any], options: Any = None
+) -> AssistantMessageEventStream:
     """Stream with API-specific options (``StreamOptions`` or a mapping of its fields)."""
     return _dispatch(model, context, options, simple=False)  # type: ignore[arg-type]
 

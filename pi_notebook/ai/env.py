@@ -11,7 +11,8 @@ from collections.abc import Mapping
 
 ENV_API_KEYS: dict[str, tuple[str, ...]] = {
     "openai": ("OPENAI_API_KEY",),
-    "anthropic": ("ANTHROPIC_API_KEY", "ANTHROPIC_OAUTH_TOKEN"),
+    # Pi's order: an OAuth token (Claude Pro/Max) wins over a plain API key.
+    "anthropic": ("ANTHROPIC_OAUTH_TOKEN", "ANTHROPIC_API_KEY"),
     "google": ("GEMINI_API_KEY", "GOOGLE_API_KEY"),
     "groq": ("GROQ_API_KEY",),
     "deepseek": ("DEEPSEEK_API_KEY",),

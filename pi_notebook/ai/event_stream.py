@@ -32,8 +32,15 @@ def spawn(coro: Coroutine[Any, Any, Any]) -> asyncio.Task[Any]:
 
 class EventStream(Generic[E, R]):
     __slots__ = (
-        "_done", "_extract", "_final", "_has_final", "_is_complete", "_pending_start", "_queue",
-        "_result_waiters", "_waiter",
+        "_done",
+        "_extract",
+        "_final",
+        "_has_final",
+        "_is_complete",
+        "_pending_start",
+        "_queue",
+        "_result_waiters",
+        "_waiter",
     )
 
     def __init__(self, is_complete: Callable[[E], bool], extract_result: Callable[[E], R]) -> None:
@@ -125,7 +132,7 @@ class EventStream(Generic[E, R]):
 
 
 def _is_terminal(event: AssistantMessageEvent) -> bool:
-    return event.type == "done" or event.type == "error"
+    return event.type in ("done", "error")
 
 
 def _extract_message(event: AssistantMessageEvent) -> AssistantMessage:

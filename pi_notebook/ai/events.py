@@ -16,15 +16,18 @@ def _dump(value: Any) -> Any:
     return value.model_dump() if hasattr(value, "model_dump") else value
 
 
+_CAMEL = {"content_index": "contentIndex", "tool_call": "toolCall"}
+
+
 @dataclass(slots=True)
 class _Event:
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"type": getattr(self, "type")}
-        for name in self.__slots__:  # type: ignore[attr-defined]
+        slots: tuple[str, ...] = getattr(self, "__slots__", ())
+        for name in slots:
             if name == "type":
                 continue
-            key = {"content_index": "contentIndex", "tool_call": "toolCall"}.get(name, name)
-            out[key] = _dump(getattr(self, name))
+            out[_CAMEL.get(name, name)] = _dump(getattr(self, name))
         return out
 
 
@@ -103,9 +106,12 @@ class ToolCallEndEvent(_Event):
     type: Literal["toolcall_end"] = "toolcall_end"
 
 
+DoneReason: TypeAlias = Literal["stop", "length", "toolUse"]
+
+
 @dataclass(slots=True)
 class DoneEvent(_Event):
-    reason: Literal["stop", "length", "toolUse"]
+    reason: DoneReason
     message: AssistantMessage
     type: Literal["done"] = "done"
 

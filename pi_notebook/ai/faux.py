@@ -109,8 +109,14 @@ def faux_assistant_message(
     else:
         blocks = list(content)
     return AssistantMessage(
-        content=blocks, api="faux", provider="faux", model="faux-1", usage=Usage(),
-        stop_reason=stop_reason, error_message=error_message, response_id=response_id,
+        content=blocks,
+        api="faux",
+        provider="faux",
+        model="faux-1",
+        usage=Usage(),
+        stop_reason=stop_reason,
+        error_message=error_message,
+        response_id=response_id,
         timestamp=timestamp if timestamp is not None else now_ms(),
     )
 
@@ -150,7 +156,9 @@ def serialize_context(context: Context) -> str:
         else:
             parts.append(f"toolResult:{m.tool_name}\n{_blocks_text(m.content)}")
     if context.tools:
-        tools = [{"name": t.name, "description": t.description, "parameters": t.parameters} for t in context.tools]
+        tools = [
+            {"name": t.name, "description": t.description, "parameters": t.parameters} for t in context.tools
+        ]
         parts.append(f"tools:{_js_json(tools)}")
     return "\n\n".join(parts)
 
@@ -236,13 +244,17 @@ class _FauxCore:
             if inspect.isawaitable(result):
                 await result
         if not self.queue:
-            out.push(ErrorEvent(reason="error", error=self._bare(model, "error", "No more faux responses queued")))
+            out.push(
+                ErrorEvent(reason="error", error=self._bare(model, "error", "No more faux responses queued"))
+            )
             out.end()
             return
         try:
             message = await self._resolve_step(model, context, opts)
         except Exception as exc:
-            out.push(ErrorEvent(reason="error", error=self._bare(model, "error", str(exc) or type(exc).__name__)))
+            out.push(
+                ErrorEvent(reason="error", error=self._bare(model, "error", str(exc) or type(exc).__name__))
+            )
             out.end()
             return
         message.api, message.provider, message.model = self.api, self.provider, model.id
@@ -251,8 +263,13 @@ class _FauxCore:
 
     def _bare(self, model: Model, reason: StopReason, text: str) -> AssistantMessage:
         return AssistantMessage(
-            content=[], api=self.api, provider=self.provider, model=model.id, usage=Usage(),
-            stop_reason=reason, error_message=text,
+            content=[],
+            api=self.api,
+            provider=self.provider,
+            model=model.id,
+            usage=Usage(),
+            stop_reason=reason,
+            error_message=text,
         )
 
 
@@ -267,7 +284,9 @@ class _FauxPlayback:
         self, core: _FauxCore, out: AssistantMessageEventStream, final: AssistantMessage, opts: StreamOptions
     ) -> None:
         self.core, self.out, self.final, self.opts = core, out, final, opts
-        self.partial = final.model_copy(update={"content": [], "stop_reason": "pending", "error_message": None})
+        self.partial = final.model_copy(
+            update={"content": [], "stop_reason": "pending", "error_message": None}
+        )
 
     def _snapshot(self) -> AssistantMessage:
         return self.partial.model_copy()
@@ -302,15 +321,18 @@ class _FauxPlayback:
     async def _play_block(self, block: AssistantContentBlock) -> None:
         index = len(self.partial.content)
         if isinstance(block, ToolCall):
-            live_call = ToolCall(id=block.id, name=block.name, arguments={},
-                                 thought_signature=block.thought_signature)
+            live_call = ToolCall(
+                id=block.id, name=block.name, arguments={}, thought_signature=block.thought_signature
+            )
             self.partial.content.append(live_call)
             self.out.push(ToolCallStartEvent(content_index=index, partial=self._snapshot()))
             for chunk in self.core.chunks(_js_json(block.arguments)):
                 await self._pace(chunk)
                 self.out.push(ToolCallDeltaEvent(content_index=index, delta=chunk, partial=self._snapshot()))
             live_call.arguments = block.arguments
-            self.out.push(ToolCallEndEvent(content_index=index, tool_call=live_call, partial=self._snapshot()))
+            self.out.push(
+                ToolCallEndEvent(content_index=index, tool_call=live_call, partial=self._snapshot())
+            )
         elif isinstance(block, ThinkingContent):
             live_thinking = block.model_copy(update={"thinking": ""})
             self.partial.content.append(live_thinking)
@@ -319,8 +341,11 @@ class _FauxPlayback:
                 await self._pace(chunk)
                 live_thinking.thinking += chunk
                 self.out.push(ThinkingDeltaEvent(content_index=index, delta=chunk, partial=self._snapshot()))
-            self.out.push(ThinkingEndEvent(content_index=index, content=live_thinking.thinking,
-                                           partial=self._snapshot()))
+            self.out.push(
+                ThinkingEndEvent(
+                    content_index=index, content=live_thinking.thinking, partial=self._snapshot()
+                )
+            )
         else:
             live_text = block.model_copy(update={"text": ""})
             self.partial.content.append(live_text)
@@ -339,7 +364,7 @@ class _FauxPlayback:
             partial.stop_reason = "error"
             partial.error_message = "Faux response ended without a stop reason"
             self.out.push(ErrorEvent(reason="error", error=partial))
-        elif final.stop_reason in ("error", "aborted"):
+        elif final.stop_reason == "error" or final.stop_reason == "aborted":  # noqa: PLR1714 (narrows)
             self.out.push(ErrorEvent(reason=final.stop_reason, error=partial))
         else:
             self.out.push(DoneEvent(reason=final.stop_reason, message=partial))
@@ -429,8 +454,12 @@ def register_faux_provider(
         merged = {**_MODEL_DEFAULTS, **data, "api": api_id, "provider": provider}
         built.append(Model.model_validate(merged))
     core = _FauxCore(
-        api=api_id, provider=provider, models=built, tokens_per_second=tokens_per_second,
-        token_size={"min": low, "max": high}, rng=random.Random(seed),
+        api=api_id,
+        provider=provider,
+        models=built,
+        tokens_per_second=tokens_per_second,
+        token_size={"min": low, "max": high},
+        rng=random.Random(seed),
     )
     source_id = f"faux-source:{secrets.token_hex(6)}"
     register_api_provider(ApiProvider(api=api_id, stream=core.stream, stream_simple=core.stream), source_id)

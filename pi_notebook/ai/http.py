@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import email.utils
+import math
 import random
 import time
 import weakref
@@ -41,8 +42,9 @@ def get_client(options: StreamOptions | None = None) -> httpx.AsyncClient:
 class ProviderError(Exception):
     """An HTTP error from a provider: ``status``, ``headers`` and the response body text."""
 
-    def __init__(self, status: int | None, message: str, headers: Mapping[str, str] | None = None,
-                 body: str = "") -> None:
+    def __init__(
+        self, status: int | None, message: str, headers: Mapping[str, str] | None = None, body: str = ""
+    ) -> None:
         super().__init__(message)
         self.status = status
         self.headers: Mapping[str, str] = headers or {}
@@ -92,14 +94,17 @@ def _retry_delay_s(error: ProviderError, attempt: int) -> tuple[float, bool]:
             return float(headers["retry-after-ms"]) / 1000.0, True
         except ValueError:
             pass
-    if "retry-after" in headers:
-        value = headers["retry-after"]
+    value = headers.get("retry-after")
+    if value:
         try:
             return float(value), True
         except ValueError:
-            parsed = email.utils.parsedate_to_datetime(value) if value else None
-            if parsed is not None:
-                return max(0.0, parsed.timestamp() - time.time()), True
+            pass
+        try:
+            parsed = email.utils.parsedate_to_datetime(value)
+        except (TypeError, ValueError):
+            return 0.0, True  # Pi: Date.parse gives NaN and setTimeout(NaN) fires at once
+        return max(0.0, parsed.timestamp() - time.time()), True
     base = min(0.5 * 2**attempt, 8.0)
     return base * (1 - 0.25 * random.random()), False
 
@@ -154,14 +159,18 @@ async def open_stream(
             error = ProviderError(
                 response.status_code, format_error_body(response.status_code, text), response.headers, text
             )
+        if options.signal is not None and options.signal.aborted:
+            raise AbortError("Request aborted")  # Pi: an aborted request is never retried
         if attempt >= max_retries or not is_retryable(error):
             raise error
         delay, requested = _retry_delay_s(error, attempt)
         if requested and cap_ms > 0 and delay * 1000 > cap_ms:
             raise ProviderError(
                 error.status,
-                f"Server requested {delay:g}s retry delay (max: {cap_ms / 1000:g}s). {error}",
-                error.headers, error.body,
+                f"Server requested {math.ceil(delay)}s retry delay "
+                f"(max: {math.ceil(cap_ms / 1000)}s). {error}",
+                error.headers,
+                error.body,
             )
         await abortable_sleep(delay, options.signal)
         attempt += 1

@@ -1,34 +1,167 @@
-"""The model catalogue: built-in models (``data/models.json``), user-registered models and
-faux models, looked up by ``get_model(provider, id)``.
+"""The model catalogue: which models exist, where they are served and what they cost.
 
-``register_models`` adds models for any provider id, e.g. a local OpenAI-compatible server
-(Ollama, vLLM, llama.cpp, LM Studio) through :func:`openai_compatible_model`.
+Three layers answer a lookup, the first that knows the model wins:
+
+1. models registered at run time (:func:`register_models`, :func:`openai_compatible_model`,
+   the faux provider),
+2. the user's own file named by ``PI_NOTEBOOK_MODELS`` (read on first lookup, not at import),
+3. the built-in curated catalogue ``data/models.json`` (also read on first lookup).
+
+:func:`resolve_model` turns the notebook's ``provider:id`` strings into models; ids for local
+OpenAI-compatible servers (``ollama:llama3.2``, ``lmstudio:…``, ``llama.cpp:…``, ``vllm:…``)
+resolve to a model on that server's default local URL even when nobody registered them.
+Thinking-level support and clamping follow Pi's ``getSupportedThinkingLevels`` and
+``clampThinkingLevel`` exactly (spec 2.7).
 """
 
 from __future__ import annotations
 
 import json
+import os
+from dataclasses import dataclass
 from importlib import resources
+from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
+
+from pydantic import ValidationError
 
 from .types import Model, ModelThinkingLevel
 
 THINKING_LEVELS: tuple[ModelThinkingLevel, ...] = ("off", "minimal", "low", "medium", "high", "xhigh", "max")
+USER_MODELS_ENV = "PI_NOTEBOOK_MODELS"
 
-_builtin: dict[str, dict[str, Model]] | None = None
-_registered: dict[str, dict[str, Model]] = {}
+Catalogue = dict[str, dict[str, Model]]
 
 
-def _load_builtin() -> dict[str, dict[str, Model]]:
+@dataclass(frozen=True, slots=True)
+class LocalServer:
+    """A local OpenAI-compatible server that needs no registration to be used."""
+
+    provider: str
+    label: str
+    default_base_url: str
+    env_var: str
+
+
+LOCAL_SERVERS: dict[str, LocalServer] = {
+    server.provider: server
+    for server in (
+        LocalServer("ollama", "Ollama", "http://127.0.0.1:11434/v1", "OLLAMA_BASE_URL"),
+        LocalServer("lmstudio", "LM Studio", "http://127.0.0.1:1234/v1", "LMSTUDIO_BASE_URL"),
+        LocalServer("llama.cpp", "llama.cpp", "http://127.0.0.1:8080/v1", "LLAMA_CPP_BASE_URL"),
+        LocalServer("vllm", "vLLM", "http://127.0.0.1:8000/v1", "VLLM_BASE_URL"),
+    )
+}
+PROVIDER_ALIASES: dict[str, str] = {
+    "llamacpp": "llama.cpp",
+    "llama-cpp": "llama.cpp",
+    "lm-studio": "lmstudio",
+}
+
+_builtin: Catalogue | None = None
+_user: tuple[str, Catalogue] | None = None
+_registered: Catalogue = {}
+
+
+class ModelNotFoundError(KeyError):
+    """``get_model``/``resolve_model`` found nothing; the message says what is known instead."""
+
+    def __init__(self, message: str, provider: str = "", model_id: str = "") -> None:
+        super().__init__(message)
+        self.message = message
+        self.provider = provider
+        self.model_id = model_id
+
+    def __str__(self) -> str:
+        # KeyError's own __str__ would wrap the message in quotes.
+        return self.message
+
+
+# ---------------------------------------------------------------------------------------------
+# Loading
+
+
+def _catalogue(models: list[Model]) -> Catalogue:
+    out: Catalogue = {}
+    for model in models:
+        out.setdefault(model.provider, {})[model.id] = model
+    return out
+
+
+def _load_builtin() -> Catalogue:
     global _builtin
     if _builtin is None:
-        raw = json.loads(resources.files("pi_notebook.ai").joinpath("data/models.json").read_text("utf-8"))
-        catalogue: dict[str, dict[str, Model]] = {}
-        for entry in raw["models"]:
-            model = Model.model_validate(entry)
-            catalogue.setdefault(model.provider, {})[model.id] = model
-        _builtin = catalogue
+        text = resources.files("pi_notebook.ai").joinpath("data/models.json").read_text("utf-8")
+        _builtin = _catalogue([Model.model_validate(entry) for entry in json.loads(text)["models"]])
     return _builtin
+
+
+def _entries(raw: Any) -> list[dict[str, Any]]:
+    """Model dicts from either the flat form or Pi's provider-grouped ``models.json`` form.
+
+    Flat: ``{"models": [<Model JSON>, ...]}`` (or a bare list). Grouped: ``{"providers": {id:
+    {"baseUrl", "api", "headers", "compat", "models": [...]}}}``; entries inherit those keys.
+    """
+    if isinstance(raw, list):
+        return list(raw)
+    if not isinstance(raw, dict):
+        raise ValueError("expected a JSON object or list")
+    out: list[dict[str, Any]] = list(raw.get("models", []))
+    for provider, spec in (raw.get("providers") or {}).items():
+        inherited = {k: spec[k] for k in ("baseUrl", "api", "headers", "compat") if k in spec}
+        out += [{**inherited, "provider": provider, **entry} for entry in spec.get("models", [])]
+    return out
+
+
+def _read_user_file(path: str) -> Catalogue:
+    where = f"{USER_MODELS_ENV}={path}"
+    try:
+        raw = json.loads(Path(path).expanduser().read_text("utf-8"))
+        entries = _entries(raw)
+    except (OSError, ValueError, TypeError, AttributeError) as exc:
+        raise ValueError(f"{where}: {exc}") from None
+    models: list[Model] = []
+    for index, entry in enumerate(entries):
+        try:
+            models.append(Model.model_validate(entry))
+        except (ValidationError, TypeError) as exc:
+            label = f"{entry.get('provider', '?')}:{entry.get('id', '?')}" if isinstance(entry, dict) else "?"
+            raise ValueError(f"{where}: model #{index} ({label}) is invalid: {_first_error(exc)}") from None
+    return _catalogue(models)
+
+
+def _first_error(exc: Exception) -> str:
+    if isinstance(exc, ValidationError):
+        error = exc.errors()[0]
+        location = ".".join(str(part) for part in error["loc"])
+        return f"{location}: {error['msg']}" if location else str(error["msg"])
+    return str(exc)
+
+
+def _load_user() -> Catalogue:
+    global _user
+    path = os.environ.get(USER_MODELS_ENV, "")
+    if not path:
+        return {}
+    if _user is None or _user[0] != path:
+        _user = (path, _read_user_file(path))
+    return _user[1]
+
+
+def reload_user_models() -> None:
+    """Forget the cached ``PI_NOTEBOOK_MODELS`` file so the next lookup reads it again."""
+    global _user
+    _user = None
+
+
+def _layers() -> tuple[Catalogue, Catalogue, Catalogue]:
+    """Lowest precedence first."""
+    return _load_builtin(), _load_user(), _registered
+
+
+# ---------------------------------------------------------------------------------------------
+# Registration
 
 
 def register_models(models: list[Model] | list[dict[str, Any]], provider: str | None = None) -> list[Model]:
@@ -51,31 +184,6 @@ def unregister_models(provider: str, ids: list[str] | None = None) -> None:
         _registered.get(provider, {}).pop(model_id, None)
 
 
-def get_providers() -> list[str]:
-    names = list(_load_builtin())
-    names += [p for p in _registered if p not in names]
-    return names
-
-
-def get_models(provider: str | None = None) -> list[Model]:
-    builtin = _load_builtin()
-    providers = [provider] if provider is not None else get_providers()
-    out: list[Model] = []
-    for name in providers:
-        merged = {**builtin.get(name, {}), **_registered.get(name, {})}
-        out.extend(merged.values())
-    return out
-
-
-def get_model(provider: str, model_id: str) -> Model:
-    """The catalogue entry for ``provider``/``model_id``; raises ``KeyError`` naming both."""
-    found = _registered.get(provider, {}).get(model_id) or _load_builtin().get(provider, {}).get(model_id)
-    if found is None:
-        known = ", ".join(m.id for m in get_models(provider)[:12]) or "none"
-        raise KeyError(f"Unknown model {provider}:{model_id} (known for {provider}: {known})")
-    return found
-
-
 def openai_compatible_model(
     model_id: str,
     base_url: str,
@@ -91,21 +199,144 @@ def openai_compatible_model(
 ) -> Model:
     """A model served by any OpenAI Chat Completions server (Ollama, vLLM, llama.cpp, LM Studio)."""
     model = Model(
-        id=model_id, name=name or model_id, api="openai-completions", provider=provider,
-        base_url=base_url.rstrip("/"), reasoning=reasoning,
+        id=model_id,
+        name=name or model_id,
+        api="openai-completions",
+        provider=provider,
+        base_url=base_url.rstrip("/"),
+        reasoning=reasoning,
         input=["text", "image"] if images else ["text"],
-        context_window=context_window, max_tokens=max_tokens, compat=compat,
+        context_window=context_window,
+        max_tokens=max_tokens,
+        compat=compat,
     )
     if register:
         register_models([model])
     return model
 
 
+# ---------------------------------------------------------------------------------------------
+# Lookup
+
+
+def get_providers() -> list[str]:
+    names: list[str] = []
+    for layer in _layers():
+        names += [p for p in layer if p not in names and layer[p]]
+    return names
+
+
+def get_models(provider: str | None = None) -> list[Model]:
+    providers = [provider] if provider is not None else get_providers()
+    out: list[Model] = []
+    for name in providers:
+        merged: dict[str, Model] = {}
+        for layer in _layers():
+            merged.update(layer.get(name, {}))
+        out.extend(merged.values())
+    return out
+
+
+def _find(provider: str, model_id: str) -> Model | None:
+    for layer in reversed(_layers()):
+        found = layer.get(provider, {}).get(model_id)
+        if found is not None:
+            return found
+    return None
+
+
+def _not_found(provider: str, model_id: str) -> ModelNotFoundError:
+    import difflib
+
+    known = [m.id for m in get_models(provider)]
+    if not known:
+        providers = ", ".join(get_providers())
+        local = ", ".join(f"{p}:" for p in LOCAL_SERVERS)
+        message = (
+            f"Unknown model {provider}:{model_id}: no provider {provider!r}. Known providers: {providers}; "
+            f"local servers: {local} (or register one with openai_compatible_model())."
+        )
+        return ModelNotFoundError(message, provider, model_id)
+    hint = difflib.get_close_matches(model_id, known, n=1)
+    shown = ", ".join(known[:12]) + (f" (+{len(known) - 12} more)" if len(known) > 12 else "")
+    suggestion = f" Did you mean {provider}:{hint[0]}?" if hint else ""
+    return ModelNotFoundError(
+        f"Unknown model {provider}:{model_id}.{suggestion} Known {provider} models: {shown}.",
+        provider,
+        model_id,
+    )
+
+
+def get_model(provider: str, model_id: str) -> Model:
+    """The catalogue entry for ``provider``/``model_id``; raises :class:`ModelNotFoundError`."""
+    found = _find(provider, model_id)
+    if found is None:
+        raise _not_found(provider, model_id)
+    return found
+
+
+def local_base_url(provider: str) -> str:
+    """The base URL of a local server: its ``*_BASE_URL`` variable, else the usual port.
+
+    A bare ``http://host:port`` gets ``/v1`` appended, since all four servers mount their
+    OpenAI-compatible API there and users tend to copy the address without it.
+    """
+    server = LOCAL_SERVERS[provider]
+    url = (os.environ.get(server.env_var) or server.default_base_url).strip().rstrip("/")
+    if urlsplit(url).path in ("", "/"):
+        url += "/v1"
+    return url
+
+
+def resolve_model(spec: str) -> Model:
+    """A model from ``"provider:id"`` (the notebook's ``--model``), or from a bare unique id.
+
+    Only the first ``:`` separates, so ``ollama:llama3.2:3b`` is provider ``ollama``, model
+    ``llama3.2:3b``. Unknown ids on a local server (:data:`LOCAL_SERVERS`) become a registered
+    :func:`openai_compatible_model` at :func:`local_base_url`.
+    """
+    text = spec.strip()
+    provider, sep, model_id = text.partition(":")
+    if not sep:
+        return _resolve_bare(text)
+    if not provider or not model_id:
+        raise ValueError(f"Model spec must look like provider:model-id, got {spec!r}")
+    provider = PROVIDER_ALIASES.get(provider.lower(), provider)
+    found = _find(provider, model_id)
+    if found is not None:
+        return found
+    if provider in LOCAL_SERVERS:
+        return openai_compatible_model(model_id, local_base_url(provider), provider=provider)
+    raise _not_found(provider, model_id)
+
+
+def _resolve_bare(model_id: str) -> Model:
+    if not model_id:
+        raise ValueError("Model spec must look like provider:model-id, got ''")
+    matches = [m for m in (_find(p, model_id) for p in get_providers()) if m is not None]
+    if len(matches) == 1:
+        return matches[0]
+    if matches:
+        options = ", ".join(f"{m.provider}:{m.id}" for m in matches)
+        raise ModelNotFoundError(f"Model id {model_id!r} is ambiguous; use one of {options}.", "", model_id)
+    raise ModelNotFoundError(
+        f"Unknown model {model_id!r}: write provider:model-id, e.g. openai:gpt-4o-mini or ollama:llama3.2.",
+        "",
+        model_id,
+    )
+
+
 def models_are_equal(a: Model | None, b: Model | None) -> bool:
     return a is not None and b is not None and a.id == b.id and a.provider == b.provider
 
 
+# ---------------------------------------------------------------------------------------------
+# Thinking levels (spec 2.7)
+
+
 def get_supported_thinking_levels(model: Model) -> list[ModelThinkingLevel]:
+    """``["off"]`` without reasoning; else all levels minus those mapped to ``None``, with
+    ``xhigh``/``max`` only when the model's ``thinkingLevelMap`` names them."""
     if not model.reasoning:
         return ["off"]
     mapping = model.thinking_level_map or {}
@@ -120,6 +351,7 @@ def get_supported_thinking_levels(model: Model) -> list[ModelThinkingLevel]:
 
 
 def clamp_thinking_level(model: Model, level: ModelThinkingLevel) -> ModelThinkingLevel:
+    """``level`` if supported, else the nearest supported level above it, else below it."""
     supported = get_supported_thinking_levels(model)
     if level in supported:
         return level

@@ -20,8 +20,8 @@ if TYPE_CHECKING:
     from .types import Model
 
 Transport = Literal["sse", "websocket", "websocket-cached", "auto"]
-OnPayload = Callable[[dict[str, Any], "Model"], "dict[str, Any] | None | Awaitable[dict[str, Any] | None]"]
-OnResponse = Callable[[dict[str, Any], "Model"], "None | Awaitable[None]"]
+OnPayload = Callable[[dict[str, Any], "Model"], "Awaitable[dict[str, Any] | None] | dict[str, Any] | None"]
+OnResponse = Callable[[dict[str, Any], "Model"], "Awaitable[None] | None"]
 
 
 @dataclass(kw_only=True)
@@ -51,10 +51,10 @@ class SimpleStreamOptions(StreamOptions):
     thinking_budgets: dict[str, int] | None = None
 
 
-O = TypeVar("O", bound=StreamOptions)
+OptionsT = TypeVar("OptionsT", bound=StreamOptions)
 
 
-def coerce_options(options: Any, cls: type[O]) -> O:
+def coerce_options(options: Any, cls: type[OptionsT]) -> OptionsT:
     """Accept ``None``, an options dataclass (any subclass) or a mapping of field names."""
     if options is None:
         return cls()

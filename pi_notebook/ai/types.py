@@ -222,7 +222,9 @@ class Model(PiModel):
     base_url: str = ""
     reasoning: bool = False
     thinking_level_map: dict[str, str | None] | None = None
-    input: list[Literal["text", "image"]] = Field(default_factory=lambda: ["text"])
+    input: list[Literal["text", "image"]] = Field(
+        default_factory=lambda: list[Literal["text", "image"]](["text"])
+    )
     cost: ModelCost = Field(default_factory=ModelCost)
     context_window: int = 128_000
     max_tokens: int = 16_384

@@ -149,8 +149,15 @@ def test_pi_json_round_trip() -> None:
         "api": "anthropic-messages",
         "provider": "anthropic",
         "model": "claude",
-        "usage": {"input": 1, "output": 2, "cacheRead": 3, "cacheWrite": 4, "cacheWrite1h": 1, "totalTokens": 10,
-                  "cost": {"input": 0.1, "output": 0.2, "cacheRead": 0.0, "cacheWrite": 0.0, "total": 0.3}},
+        "usage": {
+            "input": 1,
+            "output": 2,
+            "cacheRead": 3,
+            "cacheWrite": 4,
+            "cacheWrite1h": 1,
+            "totalTokens": 10,
+            "cost": {"input": 0.1, "output": 0.2, "cacheRead": 0.0, "cacheWrite": 0.0, "total": 0.3},
+        },
         "stopReason": "toolUse",
         "timestamp": 1700000000000,
     }
@@ -159,11 +166,20 @@ def test_pi_json_round_trip() -> None:
     assert message.content[0].thinking_signature == "sig"  # type: ignore[union-attr]
     assert message.model_dump() == pi_json
     result = ToolResultMessage.model_validate(
-        {"role": "toolResult", "toolCallId": "c1", "toolName": "echo", "content": [], "isError": False,
-         "timestamp": 1, "details": {"x": 1}})
+        {
+            "role": "toolResult",
+            "toolCallId": "c1",
+            "toolName": "echo",
+            "content": [],
+            "isError": False,
+            "timestamp": 1,
+            "details": {"x": 1},
+        }
+    )
     assert result.model_dump()["toolCallId"] == "c1"
-    context = Context.model_validate({"systemPrompt": "s", "messages": [pi_json, {"role": "user", "content": "q",
-                                                                                  "timestamp": 2}]})
+    context = Context.model_validate(
+        {"systemPrompt": "s", "messages": [pi_json, {"role": "user", "content": "q", "timestamp": 2}]}
+    )
     assert isinstance(context.messages[0], AssistantMessage)
     assert isinstance(context.messages[1], UserMessage)
 
@@ -177,8 +193,12 @@ def test_events_dump_to_pi_json() -> None:
 
 
 def _model(**overrides: Any) -> Model:
-    data: dict[str, Any] = {"id": "m", "api": "openai-completions", "provider": "openai",
-                            "base_url": "https://api.example.invalid/v1"}
+    data: dict[str, Any] = {
+        "id": "m",
+        "api": "openai-completions",
+        "provider": "openai",
+        "base_url": "https://api.example.invalid/v1",
+    }
     data.update(overrides)
     return Model(**data)
 

@@ -66,8 +66,12 @@ async def test_registers_a_custom_provider_and_estimates_usage(faux: FauxRegistr
 
 async def test_supports_helper_blocks(faux: FauxRegistration) -> None:
     faux.set_responses(
-        [faux_assistant_message([faux_thinking("think"), faux_tool_call("echo", {"text": "hi"}), faux_text("done")],
-                                stop_reason="toolUse")]
+        [
+            faux_assistant_message(
+                [faux_thinking("think"), faux_tool_call("echo", {"text": "hi"}), faux_text("done")],
+                stop_reason="toolUse",
+            )
+        ]
     )
     message = await complete(faux.get_model(), ctx())
     dumped = [b.model_dump() for b in message.content]
@@ -158,7 +162,9 @@ async def test_estimates_prompt_and_output_tokens_from_serialized_context(faux: 
     context = Context(
         system_prompt="sys",
         messages=[
-            UserMessage(content=[TextContent(text="hello"), ImageContent(data="abcd", mime_type="image/png")]),
+            UserMessage(
+                content=[TextContent(text="hello"), ImageContent(data="abcd", mime_type="image/png")]
+            ),
             faux_assistant_message("prior"),
             ToolResultMessage(tool_call_id="t1", tool_name="echo", content=[TextContent(text="tool out")]),
         ],
@@ -168,8 +174,13 @@ async def test_estimates_prompt_and_output_tokens_from_serialized_context(faux: 
     message = await complete(faux.get_model(), context)
     tools_json = json.dumps([tool.model_dump()], separators=(",", ":"))
     joined = "\n\n".join(
-        ["system:sys", "user:hello\n[image:image/png:4]", "assistant:prior", "toolResult:echo\ntool out",
-         f"tools:{tools_json}"]
+        [
+            "system:sys",
+            "user:hello\n[image:image/png:4]",
+            "assistant:prior",
+            "toolResult:echo\ntool out",
+            f"tools:{tools_json}",
+        ]
     )
     assert message.usage.input == math.ceil(len(joined) / 4)
     assert message.usage.output == math.ceil(4 / 4)
@@ -178,7 +189,9 @@ async def test_estimates_prompt_and_output_tokens_from_serialized_context(faux: 
     assert message.usage.total_tokens == message.usage.input + message.usage.output
 
 
-async def test_does_not_share_cache_across_sessions_or_requests_without_session_id(faux: FauxRegistration) -> None:
+async def test_does_not_share_cache_across_sessions_or_requests_without_session_id(
+    faux: FauxRegistration,
+) -> None:
     faux.set_responses([faux_assistant_message("a")] * 3)
     model = faux.get_model()
     first = await complete(model, ctx(), {"session_id": "session-1"})
@@ -207,9 +220,18 @@ async def test_does_not_simulate_caching_when_cache_retention_is_none(faux: Faux
 
 
 async def test_streams_thinking_text_and_partial_tool_call_deltas(faux: FauxRegistration) -> None:
-    faux.set_responses([faux_assistant_message(
-        [faux_thinking("thinking a while"), faux_text("some text here"),
-         faux_tool_call("echo", {"text": "hi", "count": 12})], stop_reason="toolUse")])
+    faux.set_responses(
+        [
+            faux_assistant_message(
+                [
+                    faux_thinking("thinking a while"),
+                    faux_text("some text here"),
+                    faux_tool_call("echo", {"text": "hi", "count": 12}),
+                ],
+                stop_reason="toolUse",
+            )
+        ]
+    )
     events = await events_of(faux, ctx())
     types = [e.type for e in events]
     for kind in ("thinking", "text", "toolcall"):
@@ -221,26 +243,46 @@ async def test_streams_thinking_text_and_partial_tool_call_deltas(faux: FauxRegi
 
 
 async def test_streams_an_exact_event_order_for_fixed_size_chunks(faux: FauxRegistration) -> None:
-    faux.set_responses([faux_assistant_message([faux_thinking("go"), faux_text("ok"), faux_tool_call("echo", {})],
-                                               stop_reason="toolUse")])
+    faux.set_responses(
+        [
+            faux_assistant_message(
+                [faux_thinking("go"), faux_text("ok"), faux_tool_call("echo", {})], stop_reason="toolUse"
+            )
+        ]
+    )
     events = await events_of(faux, ctx())
     assert events[0].type == "start"
     assert events[0].partial.stop_reason == "pending"
     assert [e.type for e in events[1:]] == [
-        "thinking_start", "thinking_delta", "thinking_end", "text_start", "text_delta", "text_end",
-        "toolcall_start", "toolcall_delta", "toolcall_end", "done",
+        "thinking_start",
+        "thinking_delta",
+        "thinking_end",
+        "text_start",
+        "text_delta",
+        "text_end",
+        "toolcall_start",
+        "toolcall_delta",
+        "toolcall_end",
+        "done",
     ]
 
 
 async def test_streams_multiple_tool_calls_in_one_message(faux: FauxRegistration) -> None:
-    faux.set_responses([faux_assistant_message([faux_tool_call("a", {"x": 1}), faux_tool_call("b", {"y": 2})],
-                                               stop_reason="toolUse")])
+    faux.set_responses(
+        [
+            faux_assistant_message(
+                [faux_tool_call("a", {"x": 1}), faux_tool_call("b", {"y": 2})], stop_reason="toolUse"
+            )
+        ]
+    )
     types = [e.type for e in await events_of(faux, ctx())]
     assert types.count("toolcall_start") == 2
     assert types.count("toolcall_end") == 2
 
 
-@pytest.mark.parametrize(("reason", "text"), [("error", "upstream failed"), ("aborted", "Request was aborted")])
+@pytest.mark.parametrize(
+    ("reason", "text"), [("error", "upstream failed"), ("aborted", "Request was aborted")]
+)
 async def test_streams_an_explicit_error_or_aborted_message_as_terminal_error(
     reg_factory: Any, reason: str, text: str
 ) -> None:
@@ -300,7 +342,11 @@ async def test_default_model_and_catalogue_lookup(faux: FauxRegistration) -> Non
     model = get_model("faux", "faux-1")
     assert model is faux.get_model()
     assert (model.name, model.context_window, model.max_tokens, model.input) == (
-        "Faux Model", 128_000, 16_384, ["text", "image"])
+        "Faux Model",
+        128_000,
+        16_384,
+        ["text", "image"],
+    )
 
 
 async def test_seeded_random_chunking_is_reproducible(reg_factory: Any) -> None:

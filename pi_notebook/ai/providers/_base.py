@@ -10,13 +10,13 @@ from __future__ import annotations
 import asyncio
 import inspect
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any
+from typing import Any, cast
 
 import httpx
 
 from ..abort import ABORT_MESSAGE, AbortError, run_abortable
 from ..event_stream import AssistantMessageEventStream
-from ..events import DoneEvent, ErrorEvent, StartEvent
+from ..events import DoneEvent, DoneReason, ErrorEvent, StartEvent
 from ..http import ProviderError, get_client, open_stream
 from ..options import StreamOptions
 from ..types import AssistantMessage, Model, Usage
@@ -36,8 +36,12 @@ class ProviderRun:
         self.options = options
         self.stream = AssistantMessageEventStream()
         self.output = AssistantMessage(
-            content=[], api=model.api, provider=model.provider, model=model.id,
-            usage=Usage(), stop_reason="pending",
+            content=[],
+            api=model.api,
+            provider=model.provider,
+            model=model.id,
+            usage=Usage(),
+            stop_reason="pending",
         )
 
     async def send(self, url: str, headers: Mapping[str, str], payload: dict[str, Any]) -> httpx.Response:
@@ -51,8 +55,9 @@ class ProviderRun:
                 payload = replaced
         response = await open_stream(get_client(opts), url, headers, payload, opts)
         if opts.on_response is not None:
-            result = opts.on_response({"status": response.status_code, "headers": dict(response.headers)},
-                                      self.model)
+            result = opts.on_response(
+                {"status": response.status_code, "headers": dict(response.headers)}, self.model
+            )
             if inspect.isawaitable(result):
                 await result
         self.stream.push(StartEvent(partial=self.output))
@@ -83,7 +88,7 @@ async def _produce(run: ProviderRun, body: Callable[[ProviderRun], Awaitable[Non
             raise StreamError(f"{label} stream ended without a stop reason")
         if output.stop_reason in ("error", "aborted"):
             raise StreamError(output.error_message or f"{label} request failed")
-        run.stream.push(DoneEvent(reason=output.stop_reason, message=output))
+        run.stream.push(DoneEvent(reason=cast(DoneReason, output.stop_reason), message=output))
     except (Exception, asyncio.CancelledError) as exc:
         aborted = (signal is not None and signal.aborted) or isinstance(exc, asyncio.CancelledError)
         output.stop_reason = "aborted" if aborted else "error"

@@ -1,0 +1,321 @@
+"""The ``google-generative-ai`` provider (spec 7.6): the Gemini API over plain HTTP, no SDK.
+
+Owns the response side: every SSE ``data:`` of ``streamGenerateContent?alt=sse`` is a whole
+``GenerateContentResponse``; its parts become Pi's block events on one mutable
+:class:`AssistantMessage` (a text or thought block stays open while parts of the same kind keep
+coming; a function call arrives whole), plus usage, cost and the finish reason. Request
+building lives in :mod:`.google_request`; the "never raise" wrapper, retries and
+``on_payload``/``on_response`` in :mod:`._base`.
+
+The API key travels in the ``x-goog-api-key`` header, never in the URL, so it cannot leak
+into an error message or a log line that quotes the request.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from http import HTTPStatus
+from typing import Any, Literal
+
+import httpx
+import jiter
+
+from ..cost import calculate_cost
+from ..env import missing_key_message
+from ..event_stream import AssistantMessageEventStream
+from ..events import (
+    TextDeltaEvent,
+    TextEndEvent,
+    TextStartEvent,
+    ThinkingDeltaEvent,
+    ThinkingEndEvent,
+    ThinkingStartEvent,
+    ToolCallDeltaEvent,
+    ToolCallEndEvent,
+    ToolCallStartEvent,
+)
+from ..http import ProviderError, merge_headers
+from ..models import clamp_thinking_level
+from ..options import SimpleStreamOptions, StreamOptions, coerce_options
+from ..simple_options import build_base_options
+from ..sse import SSEDecoder
+from ..types import Context, Model, StopReason, TextContent, ThinkingContent, ToolCall, Usage, now_ms
+from ._base import ProviderRun, StreamError, start_provider_stream
+from .google_request import (
+    ClampedLevel,
+    GoogleThinking,
+    build_body,
+    stream_url,
+    thinking_budget,
+    thinking_level,
+    uses_thinking_level,
+)
+
+__all__ = ["GoogleOptions", "GoogleThinking", "stream", "stream_simple"]
+
+LABEL = "Google"
+_LOOPBACK_HOSTS = ("://127.0.0.1", "://localhost", "://[::1]")
+# Ids for function calls that arrive without one (or with a duplicate); process-wide like Pi's.
+_tool_call_counter = itertools.count(1)
+_EFFORT: dict[str, ClampedLevel] = {"minimal": "minimal", "low": "low", "medium": "medium"}
+
+
+@dataclass(kw_only=True)
+class GoogleOptions(StreamOptions):
+    tool_choice: Literal["auto", "none", "any"] | None = None
+    thinking: GoogleThinking | Mapping[str, Any] | None = None
+    """``GoogleThinking`` or a mapping of its fields (``enabled``, ``budget_tokens``, ``level``)."""
+
+
+def stream(model: Model, context: Context, options: Any = None) -> AssistantMessageEventStream:
+    """Stream one Gemini response. Never raises: failures end the stream with an ``error`` event.
+    ``options``: :class:`GoogleOptions`, any ``StreamOptions`` or a mapping of their fields."""
+    try:
+        opts = coerce_options(options, GoogleOptions)
+    except TypeError as exc:
+        return start_provider_stream(model, GoogleOptions(), _fail(str(exc)), LABEL)
+    return start_provider_stream(model, opts, lambda run: _run(run, opts, context), LABEL)
+
+
+def stream_simple(model: Model, context: Context, options: Any = None) -> AssistantMessageEventStream:
+    """Map ``reasoning`` to a Gemini thinking level (Gemini 3, Gemma 4) or budget, then :func:`stream`."""
+    try:
+        opts = coerce_options(options, SimpleStreamOptions)
+        if not isinstance(context, Context):
+            context = Context.model_validate(context)
+        base = build_base_options(model, context, opts)
+        return stream(model, context, GoogleOptions(**base, thinking=simple_thinking(model, opts)))
+    except Exception as exc:  # the contract: stream functions never raise
+        message = str(exc) or type(exc).__name__
+        return start_provider_stream(model, GoogleOptions(), _fail(message), LABEL)
+
+
+def simple_thinking(model: Model, options: SimpleStreamOptions) -> GoogleThinking:
+    if not options.reasoning:
+        return GoogleThinking(enabled=False)
+    # Budget and level tables stop at "high": xhigh/max clamp to it, and so does "off" (a
+    # model without reasoning gets no thinking config at all, whatever the effort).
+    effort = _EFFORT.get(clamp_thinking_level(model, options.reasoning), "high")
+    if uses_thinking_level(model.id):
+        return GoogleThinking(enabled=True, level=thinking_level(effort, model.id))
+    return GoogleThinking(
+        enabled=True, budget_tokens=thinking_budget(model.id, effort, options.thinking_budgets)
+    )
+
+
+def _fail(message: str) -> Callable[[ProviderRun], Awaitable[None]]:
+    async def body(run: ProviderRun) -> None:
+        raise StreamError(message)
+
+    return body
+
+
+def _thinking(value: GoogleThinking | Mapping[str, Any] | None) -> GoogleThinking | None:
+    if value is None or isinstance(value, GoogleThinking):
+        return value
+    return GoogleThinking(**dict(value))
+
+
+async def _run(run: ProviderRun, options: GoogleOptions, context: Context | Any) -> None:
+    model = run.model
+    if not isinstance(context, Context):
+        context = Context.model_validate(context)
+    if not options.api_key and _needs_key(model):
+        raise StreamError(missing_key_message(model.provider))
+    body = build_body(
+        model,
+        context,
+        temperature=options.temperature,
+        max_tokens=options.max_tokens,
+        tool_choice=options.tool_choice,
+        thinking=_thinking(options.thinking),
+    )
+    base_headers = {"content-type": "application/json", "accept": "text/event-stream"}
+    if options.api_key:
+        base_headers["x-goog-api-key"] = options.api_key
+    headers = merge_headers(base_headers, model.headers, options.headers)
+    try:
+        response = await run.send(stream_url(model), headers, body)
+    except ProviderError as exc:
+        raise StreamError(format_http_error(exc)) from exc
+    parser = _GeminiParser(run)
+    try:
+        await parser.consume(response)
+    finally:
+        await response.aclose()
+    output = run.output
+    if output.stop_reason == "pending":
+        raise StreamError("Google stream ended without a finish reason")
+    if output.stop_reason in ("error", "aborted"):
+        raw = output.raw_stop_reason
+        raise StreamError(f"Provider stopped with: {raw}" if raw else "An unknown error occurred")
+
+
+def _needs_key(model: Model) -> bool:
+    """Local servers on loopback take requests without a key."""
+    if model.compat and model.compat.get("requiresApiKey") is False:
+        return False
+    return not any(host in model.base_url for host in _LOOPBACK_HOSTS)
+
+
+def _dumps(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def format_http_error(exc: ProviderError) -> str:
+    """Pi's text for an HTTP error (the ``@google/genai`` SDK's): the JSON error body, compact;
+    a non-JSON body is wrapped as ``{"error":{"message","code","status"}}``."""
+    if exc.status is None or str(exc).startswith("Server requested "):
+        return str(exc)  # a transport error, or the retry-delay cap (already complete)
+    content_type = next((v for k, v in exc.headers.items() if k.lower() == "content-type"), "")
+    if "application/json" in content_type:
+        try:
+            return _dumps(json.loads(exc.body))
+        except ValueError:
+            pass
+    try:
+        reason = HTTPStatus(exc.status).phrase
+    except ValueError:
+        reason = ""
+    return _dumps({"error": {"message": exc.body, "code": exc.status, "status": reason}})
+
+
+def _chunk_error(chunk: dict[str, Any]) -> str | None:
+    """An ``{"error": {...}}`` chunk inside a 200 stream, worded like the SDK's ``ApiError``."""
+    error = chunk.get("error")
+    if not isinstance(error, dict):
+        return None
+    code = error.get("code")
+    if isinstance(code, int) and 400 <= code < 600:
+        return f"got status: {error.get('status')}. {_dumps(chunk)}"
+    return None
+
+
+_FINISH: dict[str, StopReason] = {"STOP": "stop", "MAX_TOKENS": "length"}
+
+
+class _GeminiParser:
+    """Applies decoded ``GenerateContentResponse`` chunks to ``run.output``."""
+
+    __slots__ = ("current", "model", "output", "push")
+
+    def __init__(self, run: ProviderRun) -> None:
+        self.model = run.model
+        self.output = run.output
+        self.push = run.stream.push
+        self.current: TextContent | ThinkingContent | None = None
+
+    async def consume(self, response: httpx.Response) -> None:
+        decoder = SSEDecoder()
+        async for chunk in response.aiter_bytes():
+            for event in decoder.feed(chunk):
+                self.handle(event.data)
+        for event in decoder.flush():
+            self.handle(event.data)
+        self._close_block()
+
+    def handle(self, data: bytes) -> None:
+        if not data:
+            return
+        try:
+            chunk = jiter.from_json(data, cache_mode="keys")
+        except ValueError as exc:
+            text = data[:200].decode("utf-8", "replace")
+            raise StreamError(f"Could not parse Gemini SSE chunk as JSON: {exc}; data={text}") from None
+        if not isinstance(chunk, dict):
+            return
+        error = _chunk_error(chunk)
+        if error is not None:
+            raise StreamError(error)
+        output = self.output
+        if not output.response_id and chunk.get("responseId"):
+            output.response_id = chunk["responseId"]
+        candidates = chunk.get("candidates")
+        candidate = candidates[0] if candidates else None
+        if isinstance(candidate, dict):
+            for part in (candidate.get("content") or {}).get("parts") or ():
+                self._part(part)
+            finish = candidate.get("finishReason")
+            if finish:
+                output.raw_stop_reason = finish
+                output.stop_reason = _FINISH.get(finish, "error")
+                if any(block.type == "toolCall" for block in output.content):
+                    output.stop_reason = "toolUse"
+        usage = chunk.get("usageMetadata")
+        if usage:
+            output.usage = _usage(usage)
+            calculate_cost(self.model, output.usage)
+
+    def _part(self, part: dict[str, Any]) -> None:
+        text = part.get("text")
+        if text is not None:
+            self._text(text, part.get("thought") is True, part.get("thoughtSignature"))
+        call = part.get("functionCall")
+        if call:
+            self._function_call(call, part.get("thoughtSignature"))
+
+    def _text(self, text: str, thinking: bool, signature: str | None) -> None:
+        block, output = self.current, self.output
+        if block is None or (block.type == "thinking") != thinking:
+            self._close_block()
+            block = ThinkingContent(thinking="") if thinking else TextContent(text="")
+            output.content.append(block)
+            self.current = block
+            start = ThinkingStartEvent if thinking else TextStartEvent
+            self.push(start(len(output.content) - 1, output))
+        index = len(output.content) - 1
+        # Keep the last non-empty signature: later deltas of one part may omit it.
+        if isinstance(block, ThinkingContent):
+            block.thinking += text
+            if signature:
+                block.thinking_signature = signature
+            self.push(ThinkingDeltaEvent(index, text, output))
+        else:
+            block.text += text
+            if signature:
+                block.text_signature = signature
+            self.push(TextDeltaEvent(index, text, output))
+
+    def _close_block(self) -> None:
+        block, output = self.current, self.output
+        if block is None:
+            return
+        index = len(output.content) - 1
+        if isinstance(block, ThinkingContent):
+            self.push(ThinkingEndEvent(index, block.thinking, output))
+        else:
+            self.push(TextEndEvent(index, block.text, output))
+        self.current = None
+
+    def _function_call(self, call: dict[str, Any], signature: str | None) -> None:
+        self._close_block()
+        output = self.output
+        name = call.get("name") or ""
+        provided = call.get("id")
+        duplicate = any(block.type == "toolCall" and block.id == provided for block in output.content)
+        tool_id = provided if provided and not duplicate else f"{name}_{now_ms()}_{next(_tool_call_counter)}"
+        args = call.get("args")
+        tool_call = ToolCall(id=tool_id, name=name, arguments=args if isinstance(args, dict) else {})
+        if signature:
+            tool_call.thought_signature = signature
+        output.content.append(tool_call)
+        index = len(output.content) - 1
+        self.push(ToolCallStartEvent(index, output))
+        self.push(ToolCallDeltaEvent(index, _dumps(tool_call.arguments), output))
+        self.push(ToolCallEndEvent(index, tool_call, output))
+
+
+def _usage(raw: dict[str, Any]) -> Usage:
+    cached = raw.get("cachedContentTokenCount") or 0
+    thoughts = raw.get("thoughtsTokenCount") or 0
+    return Usage(
+        input=(raw.get("promptTokenCount") or 0) - cached,
+        output=(raw.get("candidatesTokenCount") or 0) + thoughts,
+        cache_read=cached,
+        cache_write=0,
+        reasoning=thoughts,
+        total_tokens=raw.get("totalTokenCount") or 0,
+    )

@@ -1,0 +1,205 @@
+"""What every ``stream_simple`` shares (Pi's ``api/simple-options.ts`` and ``utils/estimate.ts``,
+spec 3.4): the generic options with ``max_tokens`` clamped to the room left in the context
+window, reasoning-level clamping and thinking budgets for budget-based providers, and the
+context-size estimate the clamp relies on.
+
+The estimate is Pi's: the newest assistant usage that still describes the current prefix,
+plus about one token per four characters (UTF-16 code units, as JavaScript counts them) of
+everything after it; 4800 characters per image.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from .cost import calculate_context_tokens
+from .options import SimpleStreamOptions, StreamOptions
+from .types import Context, Model, ThinkingLevel
+
+__all__ = [
+    "ContextEstimate",
+    "adjust_max_tokens_for_thinking",
+    "build_base_options",
+    "clamp_max_tokens_to_context",
+    "clamp_reasoning",
+    "estimate_context_tokens",
+    "estimate_message_tokens",
+    "estimate_text_tokens",
+]
+
+CHARS_PER_TOKEN = 4
+ESTIMATED_IMAGE_CHARS = 4800
+CONTEXT_SAFETY_TOKENS = 4096
+MIN_OUTPUT_TOKENS = 1024
+DEFAULT_THINKING_BUDGETS: dict[str, int] = {"minimal": 1024, "low": 2048, "medium": 8192, "high": 16384}
+
+_STREAM_OPTION_FIELDS = tuple(f.name for f in dataclasses.fields(StreamOptions))
+
+
+@dataclass(frozen=True, slots=True)
+class ContextEstimate:
+    tokens: int
+    """Estimated total context tokens."""
+    usage_tokens: int
+    """Tokens reported by the newest applicable assistant usage (0 when none)."""
+    trailing_tokens: int
+    """Estimated tokens after that usage (everything when there is none)."""
+    last_usage_index: int | None
+    """Index of the message that provided the usage, ``None`` when none applies."""
+
+
+# --- estimates ------------------------------------------------------------------------------------
+
+
+def _js_length(text: str) -> int:
+    """``text.length`` in JavaScript: UTF-16 code units (astral characters count twice)."""
+    return len(text) if text.isascii() else len(text.encode("utf-16-le", "surrogatepass")) // 2
+
+
+def _js_json(value: Any) -> str:
+    try:
+        return json.dumps(value, separators=(",", ":"), ensure_ascii=False, default=str)
+    except (TypeError, ValueError):
+        return "[unserializable]"
+
+
+def estimate_text_tokens(text: str) -> int:
+    return math.ceil(_js_length(text) / CHARS_PER_TOKEN)
+
+
+def _content_chars(content: Any) -> int:
+    if isinstance(content, str):
+        return _js_length(content)
+    chars = 0
+    for block in content or ():
+        chars += _js_length(block.text) if block.type == "text" else ESTIMATED_IMAGE_CHARS
+    return chars
+
+
+def estimate_message_tokens(message: Any) -> int:
+    if message.role in ("user", "toolResult"):
+        return math.ceil(_content_chars(message.content) / CHARS_PER_TOKEN)
+    chars = 0
+    for block in message.content or ():
+        if block.type == "text":
+            chars += _js_length(block.text)
+        elif block.type == "thinking":
+            chars += _js_length(block.thinking)
+        else:
+            chars += _js_length(block.name) + _js_length(_js_json(block.arguments))
+    return math.ceil(chars / CHARS_PER_TOKEN)
+
+
+def _last_usage(messages: Sequence[Any]) -> tuple[int, int] | None:
+    """(index, tokens) of the newest assistant usage that still describes its prefix."""
+    latest_prefix = -math.inf
+    found: tuple[int, int] | None = None
+    for index, message in enumerate(messages):
+        if message.role == "assistant":
+            # A message inserted before this response later (e.g. a compaction summary) has
+            # a newer timestamp: the response's usage no longer describes the prefix.
+            tokens = calculate_context_tokens(message.usage)
+            fresh = message.timestamp >= latest_prefix
+            if fresh and message.stop_reason not in ("aborted", "error") and tokens > 0:
+                found = (index, tokens)
+        latest_prefix = max(latest_prefix, message.timestamp)
+    return found
+
+
+def _tools_tokens(tools: Sequence[Any] | None) -> int:
+    if not tools:
+        return 0
+    dumped = [tool.model_dump() if hasattr(tool, "model_dump") else tool for tool in tools]
+    return estimate_text_tokens(_js_json(dumped))
+
+
+def _estimate_messages(messages: Sequence[Any]) -> ContextEstimate:
+    usage = _last_usage(messages)
+    if usage is None:
+        tokens = sum(estimate_message_tokens(m) for m in messages)
+        return ContextEstimate(tokens, 0, tokens, None)
+    index, usage_tokens = usage
+    trailing = sum(estimate_message_tokens(m) for m in messages[index + 1 :])
+    return ContextEstimate(usage_tokens + trailing, usage_tokens, trailing, index)
+
+
+def estimate_context_tokens(context: Context | Sequence[Any]) -> ContextEstimate:
+    """Pi's ``estimateContextTokens`` for a context or a bare message list."""
+    if not isinstance(context, Context):
+        return _estimate_messages(context)
+    estimate = _estimate_messages(context.messages)
+    if estimate.last_usage_index is not None:
+        # Tools loaded after the usage checkpoint (deferred loading) are not in its count.
+        added = {
+            name
+            for message in context.messages[estimate.last_usage_index + 1 :]
+            if message.role == "toolResult"
+            for name in message.added_tool_names or ()
+        }
+        extra = _tools_tokens([t for t in context.tools or () if t.name in added])
+    else:
+        system = estimate_text_tokens(context.system_prompt) if context.system_prompt else 0
+        extra = system + _tools_tokens(context.tools)
+    return dataclasses.replace(
+        estimate, tokens=estimate.tokens + extra, trailing_tokens=estimate.trailing_tokens + extra
+    )
+
+
+# --- options ---------------------------------------------------------------------------------------
+
+
+def clamp_max_tokens_to_context(model: Model, context: Context, max_tokens: int) -> int:
+    """``max_tokens`` reduced to what fits after the estimated context and a safety margin."""
+    if model.context_window <= 0:
+        return max(1, max_tokens)
+    available = model.context_window - estimate_context_tokens(context).tokens - CONTEXT_SAFETY_TOKENS
+    return min(max_tokens, max(1, available))
+
+
+def build_base_options(
+    model: Model, context: Context, options: SimpleStreamOptions | None = None, api_key: str | None = None
+) -> dict[str, Any]:
+    """The generic :class:`StreamOptions` fields of ``options`` as keyword arguments, with
+    ``max_tokens`` (default: the model's) clamped to the context window."""
+    opts = options if options is not None else SimpleStreamOptions()
+    base = {name: getattr(opts, name) for name in _STREAM_OPTION_FIELDS}
+    requested = opts.max_tokens if opts.max_tokens is not None else model.max_tokens
+    base["max_tokens"] = clamp_max_tokens_to_context(model, context, requested)
+    base["api_key"] = api_key or opts.api_key
+    return base
+
+
+def clamp_reasoning(level: ThinkingLevel | None) -> ThinkingLevel | None:
+    """Budget-based providers stop at ``high``: ``xhigh`` and ``max`` map to it."""
+    return "high" if level in ("xhigh", "max") else level
+
+
+def adjust_max_tokens_for_thinking(
+    base_max_tokens: int | None,
+    model_max_tokens: int,
+    level: ThinkingLevel,
+    custom_budgets: dict[str, int] | None = None,
+) -> tuple[int, int]:
+    """(max_tokens, thinking_budget) for a budget-based provider.
+
+    ``base_max_tokens`` is the caller's cap (``None``: none, use the model's). The budget is
+    added on top of the cap, within the model's limit; when the result leaves no room for
+    output, the budget shrinks to leave at least 1024 tokens.
+    """
+    budgets = {
+        **DEFAULT_THINKING_BUDGETS,
+        **{k: v for k, v in (custom_budgets or {}).items() if v is not None},
+    }
+    budget = budgets[clamp_reasoning(level) or "high"]
+    if base_max_tokens is None:
+        max_tokens = model_max_tokens
+    else:
+        max_tokens = min(base_max_tokens + budget, model_max_tokens)
+    if max_tokens <= budget:
+        budget = max(0, max_tokens - MIN_OUTPUT_TOKENS)
+    return max_tokens, budget

@@ -1,0 +1,605 @@
+"""The ``openai-completions`` provider streaming against a real HTTP server on 127.0.0.1 that
+speaks the exact Chat Completions SSE wire format (spec 7.3, 3.2, 3.3, 3.9): text, thinking,
+tool calls, usage, finish reasons, HTTP errors and retries, broken streams, abort, API keys.
+
+Every streaming test checks the assembled ``AssistantMessage`` and the exact event sequence.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gzip
+import json
+import time
+from typing import Any
+
+import pytest
+from ai.openai_fixtures import (
+    DONE,
+    KEY,
+    chunk,
+    collect,
+    ctx,
+    kinds,
+    make_model,
+    opts,
+    run,
+    text_reply,
+    tool_delta,
+)
+from loopback import DROP, Delay, LoopbackServer, json_reply, sse
+
+from pi_notebook.ai.abort import AbortController
+from pi_notebook.ai.entry import stream as entry_stream
+from pi_notebook.ai.options import SimpleStreamOptions
+from pi_notebook.ai.providers.openai_completions import OpenAICompletionsOptions, stream, stream_simple
+from pi_notebook.ai.types import Model, TextContent, ThinkingContent, ToolCall
+
+# --- streaming: text, thinking, tool calls ---
+
+
+async def test_text_stream(loopback: LoopbackServer) -> None:
+    usage = {"prompt_tokens": 9, "completion_tokens": 2, "total_tokens": 11}
+    script = [*text_reply("Hel", "lo")[:-1], chunk(choices=False, usage=usage), DONE]
+    events, msg = await run(loopback, script)
+    assert kinds(events) == ["start", "text_start", "text_delta", "text_delta", "text_end", "done"]
+    assert [e.delta for e in events if e.type == "text_delta"] == ["Hel", "lo"]
+    assert events[4].content == "Hello"
+    assert events[4].content_index == 0
+    assert msg.content == [TextContent(text="Hello")]
+    assert (msg.stop_reason, msg.raw_stop_reason, msg.response_id) == ("stop", "stop", "chatcmpl-42")
+    assert msg.response_model is None  # the server echoed the requested id
+    assert (msg.api, msg.provider, msg.model) == ("openai-completions", "openai", "gpt-test")
+    assert (msg.usage.input, msg.usage.output, msg.usage.total_tokens) == (9, 2, 11)
+    assert all(e.partial is msg for e in events[:-1])  # one mutable message, as in Pi
+    assert loopback.requests[0].path == "/v1/chat/completions"
+
+
+async def test_thinking_then_text_keeps_one_block_each(loopback: LoopbackServer) -> None:
+    script = [
+        chunk({"role": "assistant", "reasoning_content": "Let me"}),
+        chunk({"reasoning_content": " think.", "content": None}),
+        chunk({"content": "Four."}),
+        chunk({"reasoning_content": " Done."}),  # late reasoning goes to the same block
+        chunk({}, "stop"),
+        DONE,
+    ]
+    events, msg = await run(loopback, script)
+    assert kinds(events) == [
+        "start",
+        "thinking_start",
+        "thinking_delta",
+        "thinking_delta",
+        "text_start",
+        "text_delta",
+        "thinking_delta",
+        "thinking_end",
+        "text_end",
+        "done",
+    ]
+    assert msg.content == [
+        ThinkingContent(thinking="Let me think. Done.", thinking_signature="reasoning_content"),
+        TextContent(text="Four."),
+    ]
+    assert [e.content_index for e in events[1:-1]] == [0, 0, 0, 1, 1, 0, 0, 1]
+    assert events[7].content == "Let me think. Done."
+
+
+async def test_reasoning_field_name_is_the_signature_and_counted_once(loopback: LoopbackServer) -> None:
+    # chutes.ai style: the same text in two fields; only the first non-empty one counts
+    script = [
+        chunk({"reasoning": "abc", "reasoning_text": "abc"}),
+        chunk({"reasoning": "d"}),
+        chunk({}, "stop"),
+        DONE,
+    ]
+    events, msg = await run(loopback, script)
+    assert kinds(events) == [
+        "start",
+        "thinking_start",
+        "thinking_delta",
+        "thinking_delta",
+        "thinking_end",
+        "done",
+    ]
+    assert msg.content == [ThinkingContent(thinking="abcd", thinking_signature="reasoning")]
+
+
+async def test_tool_call_arguments_grow_with_every_delta(loopback: LoopbackServer) -> None:
+    script = [
+        tool_delta(0, id="call_1", name="read", args=""),
+        tool_delta(0, args='{"path": '),
+        tool_delta(0, args='"/tmp/x"'),
+        tool_delta(0, args=', "n": 1'),
+        tool_delta(0, args="2}"),
+        chunk({}, "tool_calls"),
+        DONE,
+    ]
+    # The partial message is one mutable object (as in Pi), so a snapshot shows the state of the
+    # newest chunk read; pacing the server lets the consumer look after every single chunk.
+    loopback.queue_sse([part for item in script for part in (item, Delay(0.02))])
+    s = stream(make_model(loopback), ctx(), opts())
+    snapshots: list[Any] = []
+    events: list[Any] = []
+    async for event in s:
+        events.append(event)
+        if event.type == "toolcall_delta":
+            block = event.partial.content[event.content_index]
+            assert isinstance(block, ToolCall)
+            snapshots.append((event.delta, dict(block.arguments)))
+    msg = await s.result()
+    assert kinds(events) == ["start", "toolcall_start", *["toolcall_delta"] * 5, "toolcall_end", "done"]
+    assert snapshots == [
+        ("", {}),
+        ('{"path": ', {}),
+        ('"/tmp/x"', {"path": "/tmp/x"}),
+        (', "n": 1', {"path": "/tmp/x", "n": 1}),
+        ("2}", {"path": "/tmp/x", "n": 12}),
+    ]
+    assert msg.stop_reason == "toolUse"
+    assert msg.raw_stop_reason == "tool_calls"
+    assert msg.content == [ToolCall(id="call_1", name="read", arguments={"path": "/tmp/x", "n": 12})]
+    assert events[-2].tool_call is msg.content[0]
+    # the raw argument buffer never lands on the block, so it cannot leak into history
+    assert set(msg.content[0].model_dump()) == {"type", "id", "name", "arguments"}
+
+
+async def test_several_tool_calls_keyed_by_stream_index_end_together(loopback: LoopbackServer) -> None:
+    script = [
+        chunk({"content": "Reading both."}),
+        tool_delta(0, id="call_a", name="read", args='{"p":'),
+        tool_delta(1, id="call_b", name="list", args='{"d":'),
+        tool_delta(0, args=' "a"}'),
+        tool_delta(1, args=' "b"}'),
+        chunk({}, "tool_calls"),
+        DONE,
+    ]
+    events, msg = await run(loopback, script)
+    assert kinds(events) == [
+        "start",
+        "text_start",
+        "text_delta",
+        "toolcall_start",
+        "toolcall_delta",
+        "toolcall_start",
+        "toolcall_delta",
+        "toolcall_delta",
+        "toolcall_delta",
+        "text_end",
+        "toolcall_end",
+        "toolcall_end",
+        "done",
+    ]
+    assert [e.content_index for e in events if e.type == "toolcall_delta"] == [1, 2, 1, 2]
+    assert [e.content_index for e in events if e.type.endswith("_end")] == [0, 1, 2]
+    assert msg.content == [
+        TextContent(text="Reading both."),
+        ToolCall(id="call_a", name="read", arguments={"p": "a"}),
+        ToolCall(id="call_b", name="list", arguments={"d": "b"}),
+    ]
+
+
+async def test_tool_call_without_index_is_found_by_id_and_id_may_come_late(loopback: LoopbackServer) -> None:
+    script = [
+        chunk(
+            {
+                "tool_calls": [
+                    {"id": "call_x", "type": "function", "function": {"name": "ls", "arguments": "{"}}
+                ]
+            }
+        ),
+        chunk({"tool_calls": [{"id": "call_x", "function": {"arguments": "}"}}]}),
+        chunk({"tool_calls": [{"index": 3, "function": {"name": "pwd", "arguments": "{}"}}]}),
+        chunk({"tool_calls": [{"index": 3, "id": "call_late"}]}),
+        chunk({}, "tool_calls"),
+        DONE,
+    ]
+    events, msg = await run(loopback, script)
+    assert kinds(events).count("toolcall_start") == 2
+    assert msg.content == [
+        ToolCall(id="call_x", name="ls", arguments={}),
+        ToolCall(id="call_late", name="pwd", arguments={}),
+    ]
+
+
+async def test_encrypted_reasoning_detail_before_its_tool_call_becomes_thought_signature(
+    loopback: LoopbackServer,
+) -> None:
+    detail = {"type": "reasoning.encrypted", "id": "call_1", "data": "ZW5j", "format": "openai-responses-v1"}
+    ignored = {"type": "reasoning.text", "id": "call_1", "text": "plain"}
+    script = [
+        chunk({"reasoning_details": [ignored, detail]}),
+        tool_delta(0, id="call_1", name="f", args="{}"),
+        chunk({}, "tool_calls"),
+        DONE,
+    ]
+    _, msg = await run(loopback, script)
+    assert isinstance(msg.content[0], ToolCall)
+    assert msg.content[0].thought_signature == json.dumps(detail, separators=(",", ":"))
+
+
+async def test_routed_model_is_exposed_as_response_model(loopback: LoopbackServer) -> None:
+    script = [chunk({"content": "x"}, model=""), chunk({}, "stop", model="openai/gpt-test-2025"), DONE]
+    _, msg = await run(loopback, script)
+    assert (msg.model, msg.response_model) == ("gpt-test", "openai/gpt-test-2025")
+
+
+# --- usage ---
+
+
+async def test_usage_in_final_chunk_with_cached_tokens_is_priced(loopback: LoopbackServer) -> None:
+    usage = {
+        "prompt_tokens": 1000,
+        "completion_tokens": 300,
+        "total_tokens": 1300,
+        "prompt_tokens_details": {"cached_tokens": 400},
+        "completion_tokens_details": {"reasoning_tokens": 120},
+    }
+    script = [*text_reply("ok")[:-1], chunk(choices=False, usage=usage), DONE]
+    _, msg = await run(loopback, script)
+    u = msg.usage
+    assert (u.input, u.output, u.cache_read, u.cache_write, u.reasoning, u.total_tokens) == (
+        600,
+        300,
+        400,
+        0,
+        120,
+        1300,
+    )
+    assert u.cost.input == pytest.approx(600 * 1.0 / 1e6)
+    assert u.cost.output == pytest.approx(300 * 2.0 / 1e6)
+    assert u.cost.cache_read == pytest.approx(400 * 0.5 / 1e6)
+    assert u.cost.total == pytest.approx((600 + 600 + 200) / 1e6)
+
+
+@pytest.mark.parametrize(
+    ("where", "usage", "expected"),
+    [
+        ("choice", {"prompt_tokens": 50, "completion_tokens": 5, "total_tokens": 55}, (50, 5, 0, 0)),
+        (
+            "chunk",
+            {"prompt_tokens": 50, "completion_tokens": 5, "prompt_cache_hit_tokens": 30},
+            (20, 5, 30, 0),
+        ),
+        (
+            "chunk",
+            {
+                "prompt_tokens": 50,
+                "completion_tokens": 5,
+                "prompt_tokens_details": {"cached_tokens": 10, "cache_write_tokens": 15},
+            },
+            (25, 5, 10, 15),
+        ),
+    ],
+    ids=["moonshot-choice-usage", "deepseek-cache-hit", "openrouter-cache-write"],
+)
+async def test_usage_variants(
+    loopback: LoopbackServer, where: str, usage: dict[str, Any], expected: tuple[int, ...]
+) -> None:
+    if where == "choice":
+        final = sse(
+            {
+                "id": "c",
+                "model": "gpt-test",
+                "choices": [{"index": 0, "delta": {}, "finish_reason": "stop", "usage": usage}],
+            }
+        )
+    else:
+        final = chunk({}, "stop", usage=usage)
+    _, msg = await run(loopback, [chunk({"content": "x"}), final, DONE])
+    u = msg.usage
+    assert (u.input, u.output, u.cache_read, u.cache_write) == expected
+    assert u.total_tokens == sum(expected)
+
+
+async def test_usage_only_when_requested_and_streams_without_it(loopback: LoopbackServer) -> None:
+    model = make_model(loopback, compat={"supportsUsageInStreaming": False})
+    _, msg = await run(loopback, text_reply("fine"), model=model)
+    assert "stream_options" not in loopback.requests[0].json
+    assert msg.stop_reason == "stop"
+    assert msg.usage.total_tokens == 0
+    assert msg.usage.cost.total == 0
+    await run(loopback, text_reply("fine"))
+    assert loopback.requests[1].json["stream_options"] == {"include_usage": True}
+
+
+# --- finish reasons ---
+
+
+@pytest.mark.parametrize(
+    ("finish", "stop_reason", "error"),
+    [
+        ("stop", "stop", None),
+        ("end", "stop", None),
+        ("length", "length", None),
+        ("tool_calls", "toolUse", None),
+        ("function_call", "toolUse", None),
+        ("content_filter", "error", "Provider finish_reason: content_filter"),
+        ("network_error", "error", "Provider finish_reason: network_error"),
+        ("something_new", "error", "Provider finish_reason: something_new"),
+    ],
+)
+async def test_finish_reasons(
+    loopback: LoopbackServer, finish: str, stop_reason: str, error: str | None
+) -> None:
+    events, msg = await run(loopback, text_reply("partial", finish=finish))
+    terminal = "error" if error else "done"
+    assert kinds(events) == ["start", "text_start", "text_delta", "text_end", terminal]
+    assert (msg.stop_reason, msg.raw_stop_reason, msg.error_message) == (stop_reason, finish, error)
+    assert msg.content == [TextContent(text="partial")]
+    if not error:
+        assert events[-1].reason == stop_reason
+
+
+async def test_stream_without_finish_reason_is_an_error_after_the_block_ends(
+    loopback: LoopbackServer,
+) -> None:
+    events, msg = await run(loopback, [chunk({"content": "cut"}), DONE])
+    assert kinds(events) == ["start", "text_start", "text_delta", "text_end", "error"]
+    assert (msg.stop_reason, msg.error_message) == ("error", "Stream ended without finish_reason")
+    assert msg.content == [TextContent(text="cut")]
+
+
+# --- HTTP errors and retries ---
+
+
+@pytest.mark.parametrize("status", [400, 401, 500, 529])
+async def test_http_error_is_a_single_error_event(loopback: LoopbackServer, status: int) -> None:
+    loopback.queue(
+        json_reply(status, {"error": {"message": f"boom {status}", "type": "invalid_request_error"}})
+    )
+    events, msg = await collect(stream(make_model(loopback), ctx(), opts(max_retries=0)))
+    assert kinds(events) == ["error"]
+    assert events[0].reason == "error"
+    assert msg.stop_reason == "error"
+    assert msg.content == []
+    assert str(status) in (msg.error_message or "")
+    assert f"boom {status}" in (msg.error_message or "")
+    assert len(loopback.requests) == 1
+
+
+async def test_429_with_retry_after_is_retried_when_allowed(loopback: LoopbackServer) -> None:
+    loopback.queue(
+        json_reply(429, {"error": {"message": "Rate limit reached"}}, headers={"retry-after": "0"})
+    )
+    loopback.queue_sse(text_reply("ok"))
+    events, msg = await collect(stream(make_model(loopback), ctx(), opts(max_retries=2)))
+    assert kinds(events) == ["start", "text_start", "text_delta", "text_end", "done"]
+    assert msg.content == [TextContent(text="ok")]
+    assert len(loopback.requests) == 2
+
+
+async def test_429_without_retries_is_an_error(loopback: LoopbackServer) -> None:
+    loopback.queue(
+        json_reply(429, {"error": {"message": "Rate limit reached"}}, headers={"retry-after": "0"})
+    )
+    events, msg = await collect(stream(make_model(loopback), ctx(), opts()))
+    assert kinds(events) == ["error"]
+    assert "429" in (msg.error_message or "")
+    assert "Rate limit reached" in (msg.error_message or "")
+    assert len(loopback.requests) == 1
+
+
+async def test_5xx_is_retried_but_400_is_not(loopback: LoopbackServer) -> None:
+    loopback.queue(json_reply(529, {"error": {"message": "Overloaded"}}, headers={"retry-after": "0"}))
+    loopback.queue_sse(text_reply("ok"))
+    _, msg = await collect(stream(make_model(loopback), ctx(), opts(max_retries=1)))
+    assert msg.stop_reason == "stop"
+    assert len(loopback.requests) == 2
+    loopback.queue(json_reply(400, {"error": {"message": "bad"}}))
+    _, msg = await collect(stream(make_model(loopback), ctx(), opts(max_retries=3)))
+    assert msg.stop_reason == "error"
+    assert len(loopback.requests) == 3
+
+
+async def test_oversize_retry_after_fails_at_once(loopback: LoopbackServer) -> None:
+    loopback.queue(json_reply(429, {"error": {"message": "Slow down"}}, headers={"retry-after": "277403"}))
+    events, msg = await collect(
+        stream(make_model(loopback), ctx(), opts(max_retries=3, max_retry_delay_ms=1000))
+    )
+    assert kinds(events) == ["error"]
+    assert (msg.error_message or "").startswith("Server requested 277403s retry delay (max: 1s).")
+    assert len(loopback.requests) == 1
+
+
+async def test_openrouter_raw_metadata_is_appended(loopback: LoopbackServer) -> None:
+    body = {
+        "error": {
+            "message": "Provider returned error",
+            "code": 400,
+            "metadata": {"raw": "upstream: context too long", "provider_name": "X"},
+        }
+    }
+    loopback.queue(json_reply(400, body))
+    _, msg = await collect(stream(make_model(loopback, provider="openrouter"), ctx(), opts()))
+    assert (msg.error_message or "").endswith("\nupstream: context too long")
+
+
+# --- broken streams ---
+
+
+async def test_connection_dropped_mid_stream_keeps_partial_content(loopback: LoopbackServer) -> None:
+    events, msg = await run(loopback, [chunk({"content": "Hel"}), DROP])
+    assert kinds(events) == ["start", "text_start", "text_delta", "error"]
+    assert msg.stop_reason == "error"
+    assert msg.content == [TextContent(text="Hel")]
+    assert (msg.error_message or "").startswith("Connection error")
+
+
+async def test_malformed_chunk_is_an_error_with_partial_content(loopback: LoopbackServer) -> None:
+    events, msg = await run(loopback, [chunk({"content": "ok"}), b'data: {"choices": [{"delta": \n\n', DONE])
+    assert kinds(events) == ["start", "text_start", "text_delta", "error"]
+    assert (msg.error_message or "").startswith("Could not parse stream chunk as JSON")
+    assert msg.content == [TextContent(text="ok")]
+
+
+async def test_error_object_after_http_200_llama_server(loopback: LoopbackServer) -> None:
+    error = {
+        "error": {
+            "code": 500,
+            "message": "Context size has been exceeded.",
+            "type": "exceed_context_size_error",
+        }
+    }
+    events, msg = await run(loopback, [chunk({"content": "Hi"}), sse(error)])  # and no [DONE]
+    assert kinds(events) == ["start", "text_start", "text_delta", "error"]
+    assert (msg.stop_reason, msg.error_message) == ("error", "Context size has been exceeded.")
+    assert msg.content == [TextContent(text="Hi")]
+
+
+async def test_empty_choices_and_sse_framing_variants(loopback: LoopbackServer) -> None:
+    text = chunk({"content": "A"})
+    script = [
+        b": OPENROUTER PROCESSING\n\n",
+        b"data:\n\n",  # an empty keep-alive event
+        chunk(choices=False),  # no choices, no usage: ignored
+        text[:17],
+        text[17:],  # one event split over two reads
+        chunk({"content": "B"}).replace(b"\n", b"\r\n"),  # CRLF line ends
+        chunk({"content": "C"}) + chunk({"content": "D"}),  # two events in one read
+        b'event: message\ndata: {"id":"x","choices":[{"index":0,\ndata: "delta":{"content":"E"}}]}\n\n',
+        chunk({"content": "F"}).replace(b"\n", b"\r")[:-1],
+        b"\r",  # bare CR ends, the last CR split off
+        chunk({}, "stop"),
+        DONE,
+    ]
+    events, msg = await run(loopback, script)
+    assert [e.delta for e in events if e.type == "text_delta"] == list("ABCDEF")
+    assert msg.content == [TextContent(text="ABCDEF")]
+    assert msg.stop_reason == "stop"
+
+
+async def test_compressed_stream_from_a_proxy_is_decoded(loopback: LoopbackServer) -> None:
+    body = gzip.compress(b"".join(text_reply("zip", "ped")))
+    script = [body[:20], body[20:]]
+    events, msg = await run(loopback, script, headers={"content-encoding": "gzip"})
+    assert kinds(events) == ["start", "text_start", "text_delta", "text_delta", "text_end", "done"]
+    assert msg.content == [TextContent(text="zipped")]
+
+
+async def test_body_ending_without_blank_line_still_delivers_last_event(loopback: LoopbackServer) -> None:
+    _, msg = await run(loopback, [chunk({"content": "x"}), chunk({}, "stop")[:-1]])
+    assert msg.stop_reason == "stop"
+    assert msg.content == [TextContent(text="x")]
+
+
+# --- abort ---
+
+
+async def test_abort_before_the_request_sends_nothing(loopback: LoopbackServer) -> None:
+    controller = AbortController()
+    controller.abort()
+    events, msg = await collect(stream(make_model(loopback), ctx(), opts(signal=controller.signal)))
+    assert kinds(events) == ["error"]
+    assert events[0].reason == "aborted"
+    assert (msg.stop_reason, msg.error_message) == ("aborted", "Request was aborted")
+    assert loopback.requests == []
+
+
+async def test_abort_mid_stream_keeps_partial_content(loopback: LoopbackServer) -> None:
+    controller = AbortController()
+    loopback.queue_sse(
+        [chunk({"content": "Hel"}), Delay(3.0), chunk({"content": "lo"}), chunk({}, "stop"), DONE]
+    )
+    first_delta = asyncio.Event()
+
+    async def abort_later() -> None:
+        await first_delta.wait()
+        controller.abort()
+
+    aborter = asyncio.create_task(abort_later())
+    started = time.monotonic()
+    s = stream(make_model(loopback), ctx(), opts(signal=controller.signal))
+    events: list[Any] = []
+    async for event in s:
+        events.append(event)
+        if event.type == "text_delta":
+            first_delta.set()
+    msg = await s.result()
+    await aborter
+    assert time.monotonic() - started < 2.0
+    assert kinds(events) == ["start", "text_start", "text_delta", "error"]
+    assert events[-1].reason == "aborted"
+    assert (msg.stop_reason, msg.error_message) == ("aborted", "Request was aborted")
+    assert msg.content == [TextContent(text="Hel")]
+
+
+# --- keys and headers ---
+
+
+async def test_missing_key_through_entry_point_names_the_variable(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("GROQ_API_KEY", raising=False)
+    model = Model(
+        id="llama-3.3-70b",
+        api="openai-completions",
+        provider="groq",
+        base_url="https://api.groq.com/openai/v1",
+    )
+    events, msg = await collect(entry_stream(model, ctx()))
+    assert kinds(events) == ["error"]
+    assert "GROQ_API_KEY" in (msg.error_message or "")
+
+
+async def test_missing_key_calling_the_provider_directly_sends_nothing(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv("GROQ_API_KEY", raising=False)
+    model = Model(
+        id="llama-3.3-70b",
+        api="openai-completions",
+        provider="groq",
+        base_url="https://api.groq.com/openai/v1",
+    )  # unreachable here: the check must come first
+    events, msg = await collect(stream_simple(model, ctx(), SimpleStreamOptions(reasoning="high")))
+    assert kinds(events) == ["error"]
+    assert (msg.error_message or "").startswith("No API key for provider: groq")
+    assert "GROQ_API_KEY" in (msg.error_message or "")
+
+
+async def test_env_key_is_sent_and_never_appears_in_errors(
+    loopback: LoopbackServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("GROQ_API_KEY", KEY)
+    echo = {"error": {"message": f"Incorrect API key provided: {KEY}.", "type": "invalid_api_key"}}
+    loopback.queue(json_reply(401, echo))
+    model = make_model(loopback, provider="groq")
+    events, msg = await collect(entry_stream(model, ctx()))
+    assert loopback.requests[0].headers["authorization"] == f"Bearer {KEY}"
+    assert kinds(events) == ["error"]
+    assert "401" in (msg.error_message or "")
+    assert KEY not in json.dumps([e.to_dict() for e in events])
+    assert "[redacted]" in (msg.error_message or "")
+    # the same for an error object inside the stream
+    loopback.queue_sse([sse({"error": {"message": f"bad key {KEY}"}})])
+    events, msg = await collect(entry_stream(model, ctx()))
+    assert msg.error_message == "bad key [redacted]"
+
+
+async def test_authorization_only_with_a_key_and_header_merging(loopback: LoopbackServer) -> None:
+    model = make_model(loopback, provider="ollama", headers={"X-Model": "m", "X-Drop": "1"})
+    await run(
+        loopback,
+        text_reply("a"),
+        model=model,
+        options=OpenAICompletionsOptions(headers={"X-Drop": None, "x-model": "override", "X-Extra": "e"}),
+    )
+    headers = loopback.requests[0].headers
+    assert "authorization" not in headers
+    assert (headers["x-model"], headers.get("x-drop"), headers["x-extra"]) == ("override", None, "e")
+    assert headers["content-type"] == "application/json"
+    await run(loopback, text_reply("a"), model=model, options=opts())
+    assert loopback.requests[1].headers["authorization"] == f"Bearer {KEY}"
+
+
+async def test_on_payload_replaces_body_and_on_response_sees_status(loopback: LoopbackServer) -> None:
+    seen: list[Any] = []
+
+    def on_payload(payload: dict[str, Any], model: Model) -> dict[str, Any]:
+        return {**payload, "seed": 7}
+
+    async def on_response(response: dict[str, Any], model: Model) -> None:
+        seen.append(response["status"])
+
+    await run(loopback, text_reply("a"), options=opts(on_payload=on_payload, on_response=on_response))
+    assert loopback.requests[0].json["seed"] == 7
+    assert seen == [200]
