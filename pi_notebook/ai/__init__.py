@@ -44,6 +44,8 @@ from .models import (
 from .options import SimpleStreamOptions, StreamOptions
 from .overflow import is_context_overflow
 from .registry import ApiProvider, get_api_provider, register_api_provider, unregister_api_providers
+from .retry import RetryPolicy, is_retryable_assistant_error, retry_assistant_call
+from .text import sanitize_surrogates
 from .transform import transform_messages
 from .types import (
     AssistantMessage,
@@ -71,7 +73,7 @@ from .types import (
     message_text,
     now_ms,
 )
-from .validation import validate_tool_arguments, validate_tool_call
+from .validation import TypeBoxSchema, validate_tool_arguments, validate_tool_call
 
 __all__ = [
     "AbortController",
@@ -96,6 +98,7 @@ __all__ = [
     "ModelCost",
     "ModelNotFoundError",
     "ModelThinkingLevel",
+    "RetryPolicy",
     "SimpleStreamOptions",
     "StartEvent",
     "StopReason",
@@ -115,6 +118,7 @@ __all__ = [
     "ToolCallEndEvent",
     "ToolCallStartEvent",
     "ToolResultMessage",
+    "TypeBoxSchema",
     "Usage",
     "UserMessage",
     "calculate_cost",
@@ -129,6 +133,7 @@ __all__ = [
     "get_providers",
     "get_supported_thinking_levels",
     "is_context_overflow",
+    "is_retryable_assistant_error",
     "message_text",
     "models_are_equal",
     "now_ms",
@@ -137,6 +142,8 @@ __all__ = [
     "register_api_provider",
     "register_models",
     "resolve_model",
+    "retry_assistant_call",
+    "sanitize_surrogates",
     "stream",
     "stream_simple",
     "transform_messages",

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import inspect
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
@@ -96,7 +97,10 @@ async def run_abortable(awaitable: Awaitable[T], signal: AbortSignal | None) -> 
     """Await ``awaitable``; if ``signal`` fires first, cancel it and raise :class:`AbortError`."""
     if signal is None:
         return await awaitable
-    signal.throw_if_aborted()
+    if signal.aborted:
+        if inspect.iscoroutine(awaitable):
+            awaitable.close()  # never started: close it so Python does not warn "never awaited"
+        raise AbortError()
     task: asyncio.Future[T] = asyncio.ensure_future(awaitable)
     remove = signal.add_listener(task.cancel)
     try:

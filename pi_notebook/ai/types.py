@@ -52,12 +52,12 @@ class PiModel(BaseModel):
         ser_json_inf_nan="constants",
     )
 
-    def model_dump(self, **kwargs: Any) -> dict[str, Any]:  # type: ignore[override]
+    def model_dump(self, **kwargs: Any) -> dict[str, Any]:
         kwargs.setdefault("by_alias", True)
         kwargs.setdefault("exclude_none", True)
         return super().model_dump(**kwargs)
 
-    def model_dump_json(self, **kwargs: Any) -> str:  # type: ignore[override]
+    def model_dump_json(self, **kwargs: Any) -> str:
         kwargs.setdefault("by_alias", True)
         kwargs.setdefault("exclude_none", True)
         return super().model_dump_json(**kwargs)
