@@ -55,7 +55,9 @@ def sse(data: Any, event: str | None = None) -> bytes:
 
 def json_reply(status: int, body: Any, headers: dict[str, str] | None = None) -> Reply:
     text = body if isinstance(body, str) else json.dumps(body)
-    return Reply(status=status, parts=[text.encode()], headers={"content-type": "application/json", **(headers or {})})
+    return Reply(
+        status=status, parts=[text.encode()], headers={"content-type": "application/json", **(headers or {})}
+    )
 
 
 class LoopbackServer:
@@ -74,9 +76,16 @@ class LoopbackServer:
     def queue(self, *replies: Reply) -> None:
         self.replies.extend(replies)
 
-    def queue_sse(self, events: Iterable[bytes | Any], status: int = 200, headers: dict[str, str] | None = None) -> None:
-        self.replies.append(Reply(status=status, parts=list(events),
-                                  headers={"content-type": "text/event-stream", **(headers or {})}))
+    def queue_sse(
+        self, events: Iterable[bytes | Any], status: int = 200, headers: dict[str, str] | None = None
+    ) -> None:
+        self.replies.append(
+            Reply(
+                status=status,
+                parts=list(events),
+                headers={"content-type": "text/event-stream", **(headers or {})},
+            )
+        )
 
     async def start(self) -> LoopbackServer:
         self._server = await asyncio.start_server(self._handle, "127.0.0.1", 0)

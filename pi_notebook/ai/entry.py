@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Literal
 
-from .env import KEYLESS_PROVIDERS, get_env_api_key, missing_key_message
+from .env import get_env_api_key, missing_key_message, needs_api_key
 from .event_stream import AssistantMessageEventStream
 from .events import ErrorEvent
 from .options import SimpleStreamOptions, StreamOptions, coerce_options
@@ -37,15 +37,6 @@ def error_stream(model: Model, message: str, aborted: bool = False) -> Assistant
     return s
 
 
-def _needs_key(model: Model) -> bool:
-    if model.provider in KEYLESS_PROVIDERS or model.provider.startswith("faux"):
-        return False
-    if model.compat and model.compat.get("requiresApiKey") is False:
-        return False
-    base = model.base_url
-    return not ("://127.0.0.1" in base or "://localhost" in base or "://[::1]" in base)
-
-
 def _dispatch(model: Model, context: Context, options: Any, simple: bool) -> AssistantMessageEventStream:
     cls = SimpleStreamOptions if simple else StreamOptions
     try:
@@ -57,7 +48,7 @@ def _dispatch(model: Model, context: Context, options: Any, simple: bool) -> Ass
             return error_stream(model, f"No API provider registered for api: {model.api}")
         if opts.api_key is None:
             key = get_env_api_key(model.provider, opts.env)
-            if key is None and _needs_key(model) and not model.api.startswith("faux"):
+            if key is None and needs_api_key(model):
                 return error_stream(model, missing_key_message(model.provider))
             if key is not None:
                 opts = dataclasses.replace(opts, api_key=key)

@@ -6,8 +6,14 @@ Keys are never logged or put into error messages: only the *name* of the variabl
 
 from __future__ import annotations
 
+import ipaddress
 import os
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
+from urllib.parse import urlsplit
+
+if TYPE_CHECKING:
+    from .types import Model
 
 ENV_API_KEYS: dict[str, tuple[str, ...]] = {
     "openai": ("OPENAI_API_KEY",),
@@ -55,3 +61,38 @@ def missing_key_message(provider: str) -> str:
     names = env_var_names(provider)
     wanted = " or ".join(names)
     return f"No API key for provider: {provider}. Set {wanted} or pass api_key."
+
+
+# Ollama and LM Studio listen on these ports; a URL with one of them is a local server.
+_LOCAL_PORTS = frozenset({11434, 1234})
+
+
+def is_local_url(base_url: str) -> bool:
+    """Loopback, private-network, link-local or ``*.local`` hosts and the usual local ports."""
+    try:
+        parts = urlsplit(base_url)
+        host, port = (parts.hostname or "").lower(), parts.port
+    except ValueError:
+        return False
+    if port in _LOCAL_PORTS or host in ("localhost", "0.0.0.0") or host.endswith((".local", ".localhost")):
+        return True
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    return address.is_loopback or address.is_private or address.is_link_local
+
+
+def needs_api_key(model: Model) -> bool:
+    """Whether a request to ``model`` is pointless without a key: local servers (Ollama, vLLM,
+    llama.cpp, LM Studio, anything on a local address), faux models and models whose
+    ``compat.requiresApiKey`` is false take requests without one."""
+    if (
+        model.provider in KEYLESS_PROVIDERS
+        or model.provider.startswith("faux")
+        or model.api.startswith("faux")
+    ):
+        return False
+    if (model.compat or {}).get("requiresApiKey") is False:
+        return False
+    return not is_local_url(model.base_url)

@@ -46,3 +46,32 @@ def sanitize_surrogates(text: str) -> str:
     if text.isascii() or _SURROGATES.search(text) is None:
         return text
     return _SURROGATES.sub(_fix, text)
+
+
+_MASK32 = 0xFFFFFFFF
+
+
+def short_hash(text: str) -> str:
+    """Pi's ``shortHash``: a cyrb53-style pair of 32-bit hashes over UTF-16 code units, base 36.
+
+    Ported bit for bit so tool-call and message ids derived from it match the ones Pi writes.
+    """
+    h1, h2 = 0xDEADBEEF, 0x41C6CE57
+    data = text.encode("utf-16-le", "surrogatepass")
+    for i in range(0, len(data), 2):
+        unit = data[i] | data[i + 1] << 8
+        h1 = ((h1 ^ unit) * 2654435761) & _MASK32
+        h2 = ((h2 ^ unit) * 1597334677) & _MASK32
+    h1 = (((h1 ^ (h1 >> 16)) * 2246822507) & _MASK32) ^ (((h2 ^ (h2 >> 13)) * 3266489909) & _MASK32)
+    h2 = (((h2 ^ (h2 >> 16)) * 2246822507) & _MASK32) ^ (((h1 ^ (h1 >> 13)) * 3266489909) & _MASK32)
+    return _base36(h2) + _base36(h1)
+
+
+def _base36(value: int) -> str:
+    digits = "0123456789abcdefghijklmnopqrstuvwxyz"
+    out = ""
+    while True:
+        value, rem = divmod(value, 36)
+        out = digits[rem] + out
+        if value == 0:
+            return out

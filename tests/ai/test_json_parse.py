@@ -343,6 +343,23 @@ JSON_VALUES = st.recursive(
 )
 
 
+TRICKY_TEXT = st.text(
+    alphabet=st.sampled_from(
+        [*' \t\n"\\/aé🙈01e.-+', "\u00a0", "\u2028", "\u3000", "\ufeff", "\x01", "\x85"]
+    ),
+    max_size=10,
+)
+TRICKY_VALUES = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(-99, 99)
+    | st.sampled_from([0.5, -1e-7, 1e21, 2.5e300])
+    | TRICKY_TEXT,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(TRICKY_TEXT, inner, max_size=3),
+    max_leaves=8,
+)
+
+
 @settings(max_examples=400, deadline=None)
 @given(JSONISH)
 def test_matches_the_reference_on_arbitrary_text(text: str) -> None:
@@ -351,7 +368,7 @@ def test_matches_the_reference_on_arbitrary_text(text: str) -> None:
 
 
 @settings(max_examples=80, deadline=None)
-@given(JSON_VALUES, st.sampled_from([None, 2]), st.booleans())
+@given(st.one_of(JSON_VALUES, TRICKY_VALUES), st.sampled_from([None, 2]), st.booleans())
 def test_matches_the_reference_on_every_prefix_of_real_json(
     value: Any, indent: int | None, ascii_only: bool
 ) -> None:

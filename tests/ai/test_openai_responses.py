@@ -23,7 +23,7 @@ from pi_notebook.ai.providers.openai_responses import (
     stream,
     stream_simple,
 )
-from pi_notebook.ai.providers.openai_responses_request import short_hash
+from pi_notebook.ai.text import short_hash
 
 KEY = "sk-proj-test-secret-key-0123456789"
 

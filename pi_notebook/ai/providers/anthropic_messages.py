@@ -22,7 +22,7 @@ from typing import Any, cast
 import jiter
 
 from ..cost import calculate_cost
-from ..env import missing_key_message
+from ..env import missing_key_message, needs_api_key
 from ..event_stream import AssistantMessageEventStream
 from ..events import (
     TextDeltaEvent,
@@ -81,7 +81,6 @@ _STOP_REASONS: dict[str, StopReason] = {
     "tool_use": "toolUse",
 }
 _DEFAULT_EFFORT: dict[str, AnthropicEffort] = {"minimal": "low", "low": "low", "medium": "medium"}
-_LOOPBACK_HOSTS = ("://127.0.0.1", "://localhost", "://[::1]")
 
 
 def stream(model: Model, context: Context, options: Any = None) -> AssistantMessageEventStream:
@@ -137,7 +136,7 @@ def _fail(message: str) -> Any:
 
 async def _run(run: ProviderRun, context: Context) -> None:
     model, options = run.model, cast(AnthropicOptions, run.options)
-    if not options.api_key and not has_auth_header(options.headers) and _needs_key(model):
+    if not options.api_key and not has_auth_header(options.headers) and needs_api_key(model):
         raise StreamError(missing_key_message(model.provider))
     payload = build_params(model, context, options)
     response = await run.send(messages_url(model), build_headers(model, context, options), payload)
@@ -153,13 +152,6 @@ async def _run(run: ProviderRun, context: Context) -> None:
         await response.aclose()
     if parser.started and not parser.stopped:
         raise StreamError("Anthropic stream ended before message_stop")
-
-
-def _needs_key(model: Model) -> bool:
-    """Local servers (llama.cpp, proxies on loopback) take requests without a key."""
-    if model.compat and model.compat.get("requiresApiKey") is False:
-        return False
-    return not any(host in model.base_url for host in _LOOPBACK_HOSTS)
 
 
 def _parse(event: SSEEvent) -> Any:

@@ -24,7 +24,7 @@ import httpx
 import jiter
 
 from ..cost import calculate_cost
-from ..env import missing_key_message
+from ..env import missing_key_message, needs_api_key
 from ..event_stream import AssistantMessageEventStream
 from ..events import (
     TextDeltaEvent,
@@ -57,7 +57,6 @@ from .google_request import (
 __all__ = ["GoogleOptions", "GoogleThinking", "stream", "stream_simple"]
 
 LABEL = "Google"
-_LOOPBACK_HOSTS = ("://127.0.0.1", "://localhost", "://[::1]")
 # Ids for function calls that arrive without one (or with a duplicate); process-wide like Pi's.
 _tool_call_counter = itertools.count(1)
 _EFFORT: dict[str, ClampedLevel] = {"minimal": "minimal", "low": "low", "medium": "medium"}
@@ -123,7 +122,7 @@ async def _run(run: ProviderRun, options: GoogleOptions, context: Context | Any)
     model = run.model
     if not isinstance(context, Context):
         context = Context.model_validate(context)
-    if not options.api_key and _needs_key(model):
+    if not options.api_key and needs_api_key(model):
         raise StreamError(missing_key_message(model.provider))
     body = build_body(
         model,
@@ -152,13 +151,6 @@ async def _run(run: ProviderRun, options: GoogleOptions, context: Context | Any)
     if output.stop_reason in ("error", "aborted"):
         raw = output.raw_stop_reason
         raise StreamError(f"Provider stopped with: {raw}" if raw else "An unknown error occurred")
-
-
-def _needs_key(model: Model) -> bool:
-    """Local servers on loopback take requests without a key."""
-    if model.compat and model.compat.get("requiresApiKey") is False:
-        return False
-    return not any(host in model.base_url for host in _LOOPBACK_HOSTS)
 
 
 def _dumps(value: Any) -> str:

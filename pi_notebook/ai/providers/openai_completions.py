@@ -23,7 +23,7 @@ import httpx
 from jiter import from_json
 
 from ..cost import calculate_cost
-from ..env import KEYLESS_PROVIDERS, missing_key_message
+from ..env import missing_key_message, needs_api_key
 from ..event_stream import AssistantMessageEventStream
 from ..events import (
     TextDeltaEvent,
@@ -55,7 +55,6 @@ from ._base import ProviderRun, StreamError, start_provider_stream
 from .openai_completions_request import (
     Compat,
     build_params,
-    is_local_url,
     resolve_cache_retention,
     resolve_compat,
     session_headers,
@@ -139,12 +138,6 @@ def _failed(model: Model, exc: Exception) -> AssistantMessageEventStream:
 # --- request ----------------------------------------------------------------------------------
 
 
-def _needs_key(model: Model) -> bool:
-    if model.provider in KEYLESS_PROVIDERS or (model.compat or {}).get("requiresApiKey") is False:
-        return False
-    return not is_local_url(model.base_url)
-
-
 def build_headers(model: Model, options: OpenAICompletionsOptions, compat: Compat) -> dict[str, str]:
     """Defaults, ``model.headers``, cache-affinity headers, then ``options.headers`` (later wins)."""
     base = {"Content-Type": "application/json", "Accept": "application/json"}
@@ -152,7 +145,7 @@ def build_headers(model: Model, options: OpenAICompletionsOptions, compat: Compa
         base["Authorization"] = f"Bearer {options.api_key}"
     session = options.session_id if resolve_cache_retention(options) != "none" else None
     headers = merge_headers(base, model.headers, session_headers(session, compat), options.headers)
-    if not options.api_key and _needs_key(model):
+    if not options.api_key and needs_api_key(model):
         authorized = any(
             k.lower() in ("authorization", "cf-aig-authorization") and v.strip() for k, v in headers.items()
         )

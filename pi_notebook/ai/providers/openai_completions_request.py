@@ -9,16 +9,15 @@ overridden key by key by ``model.compat`` (Pi's camelCase names, spec 2.7).
 from __future__ import annotations
 
 import dataclasses
-import ipaddress
 import json
 import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urlsplit
 
-from ..text import sanitize_surrogates
+from ..env import is_local_url
+from ..text import sanitize_surrogates, short_hash
 from ..transform import transform_messages
 from ..types import (
     AssistantMessage,
@@ -41,7 +40,6 @@ LOCAL_PROVIDERS = frozenset(
 )
 # Default ports of Ollama and LM Studio; llama-server (8080) and vLLM (8000) share theirs with
 # too many other things to be told apart by port alone, so they are recognised as loopback hosts.
-_LOCAL_PORTS = frozenset({11434, 1234})
 # Provider families: (provider ids, base-URL fragments), as Pi's detectCompat tells them apart.
 _FAMILIES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "zai": (("zai", "zai-coding-cn"), ("api.z.ai", "open.bigmodel.cn")),
@@ -129,21 +127,6 @@ _COMPAT_KEYS: dict[str, str] = {
 }
 
 
-def is_local_url(base_url: str) -> bool:
-    try:
-        parts = urlsplit(base_url)
-        host, port = (parts.hostname or "").lower(), parts.port
-    except ValueError:
-        return False
-    if port in _LOCAL_PORTS or host in ("localhost", "0.0.0.0") or host.endswith((".local", ".localhost")):
-        return True
-    try:
-        address = ipaddress.ip_address(host)
-    except ValueError:
-        return False
-    return address.is_loopback or address.is_private or address.is_link_local
-
-
 def _families(model: Model) -> set[str]:
     found = {
         name
@@ -191,30 +174,6 @@ def resolve_compat(model: Model) -> Compat:
 
 
 # --- tool-call ids -----------------------------------------------------------------------
-
-
-def short_hash(text: str) -> str:
-    """Pi's ``shortHash`` (two 32-bit multiplicative hashes over UTF-16 code units, base 36)."""
-    mask = 0xFFFFFFFF
-    h1, h2 = 0xDEADBEEF, 0x41C6CE57
-    units = text.encode("utf-16-le", "surrogatepass")
-    for i in range(0, len(units), 2):
-        ch = units[i] | units[i + 1] << 8
-        h1 = ((h1 ^ ch) * 2654435761) & mask
-        h2 = ((h2 ^ ch) * 1597334677) & mask
-    h1 = (((h1 ^ (h1 >> 16)) * 2246822507) & mask) ^ (((h2 ^ (h2 >> 13)) * 3266489909) & mask)
-    h2 = (((h2 ^ (h2 >> 16)) * 2246822507) & mask) ^ (((h1 ^ (h1 >> 13)) * 3266489909) & mask)
-    return _base36(h2) + _base36(h1)
-
-
-def _base36(value: int) -> str:
-    digits = "0123456789abcdefghijklmnopqrstuvwxyz"
-    out = ""
-    while True:
-        value, rem = divmod(value, 36)
-        out = digits[rem] + out
-        if value == 0:
-            return out
 
 
 _UNSAFE_ID_CHARS = re.compile(r"[^a-zA-Z0-9_-]")

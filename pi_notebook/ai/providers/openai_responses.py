@@ -21,7 +21,7 @@ import httpx
 import jiter
 
 from ..cost import calculate_cost
-from ..env import missing_key_message
+from ..env import missing_key_message, needs_api_key
 from ..event_stream import AssistantMessageEventStream
 from ..events import (
     TextDeltaEvent,
@@ -64,7 +64,6 @@ _STATUS_STOP: dict[str, StopReason] = {
     "in_progress": "stop",
     "queued": "stop",
 }
-_LOOPBACK_HOSTS = ("://127.0.0.1", "://localhost", "://[::1]")
 
 
 @dataclass(kw_only=True)
@@ -114,7 +113,7 @@ async def _run(run: ProviderRun, options: OpenAIResponsesOptions, context: Conte
     model = run.model
     if not isinstance(context, Context):
         context = Context.model_validate(context)
-    if not options.api_key and not _has_auth_header(model, options) and _needs_key(model):
+    if not options.api_key and not _has_auth_header(model, options) and needs_api_key(model):
         raise StreamError(missing_key_message(model.provider))
     params = build_params(model, context, options)
     headers = merge_headers(
@@ -139,13 +138,6 @@ def _has_auth_header(model: Model, options: StreamOptions) -> bool:
             if key.lower() in ("authorization", "cf-aig-authorization") and value and value.strip():
                 return True
     return False
-
-
-def _needs_key(model: Model) -> bool:
-    """Local servers on loopback take requests without a key."""
-    if model.compat and model.compat.get("requiresApiKey") is False:
-        return False
-    return not any(host in model.base_url for host in _LOOPBACK_HOSTS)
 
 
 def format_http_error(exc: ProviderError) -> str:

@@ -16,7 +16,7 @@ import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from ..text import sanitize_surrogates
+from ..text import sanitize_surrogates, short_hash
 from ..transform import transform_messages
 from ..types import AssistantMessage, Context, ImageContent, Model, TextContent, Tool
 
@@ -31,7 +31,6 @@ MIN_OUTPUT_TOKENS = 16
 PROMPT_CACHE_KEY_MAX_CHARS = 64
 _ID_MAX_CHARS = 64
 _ID_UNSAFE = re.compile(r"[^a-zA-Z0-9_-]")
-_MASK32 = 0xFFFFFFFF
 
 
 def dumps(value: Any) -> str:
@@ -40,35 +39,6 @@ def dumps(value: Any) -> str:
 
 
 # --- ids -------------------------------------------------------------------------------
-
-
-def short_hash(text: str) -> str:
-    """Pi's ``shortHash`` (a cyrb53-style pair of 32-bit hashes over UTF-16 code units, base 36).
-
-    Ported bit for bit so ids derived from it match the ones Pi writes into sessions.
-    """
-    h1, h2 = 0xDEADBEEF, 0x41C6CE57
-    for unit in _utf16_units(text):
-        h1 = ((h1 ^ unit) * 2654435761) & _MASK32
-        h2 = ((h2 ^ unit) * 1597334677) & _MASK32
-    h1 = (((h1 ^ (h1 >> 16)) * 2246822507) & _MASK32) ^ (((h2 ^ (h2 >> 13)) * 3266489909) & _MASK32)
-    h2 = (((h2 ^ (h2 >> 16)) * 2246822507) & _MASK32) ^ (((h1 ^ (h1 >> 13)) * 3266489909) & _MASK32)
-    return _base36(h2) + _base36(h1)
-
-
-def _utf16_units(text: str) -> list[int]:
-    data = text.encode("utf-16-le", "surrogatepass")
-    return [data[i] | (data[i + 1] << 8) for i in range(0, len(data), 2)]
-
-
-def _base36(value: int) -> str:
-    digits = "0123456789abcdefghijklmnopqrstuvwxyz"
-    out = ""
-    while True:
-        value, rem = divmod(value, 36)
-        out = digits[rem] + out
-        if value == 0:
-            return out
 
 
 def _normalize_id_part(part: str) -> str:
