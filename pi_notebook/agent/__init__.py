@@ -5,12 +5,23 @@ Imports only ``pi_notebook.ai``; never IPython.
 
 from __future__ import annotations
 
+from .agent import Agent, AgentState
+from .loop import (
+    agent_loop,
+    agent_loop_continue,
+    get_default_stream_fn,
+    run_agent_loop,
+    run_agent_loop_continue,
+    set_default_stream_fn,
+)
+from .tools import FunctionTool, tool
 from .types import (
     AfterToolCallContext,
     AfterToolCallResult,
     AgentContext,
     AgentEndEvent,
     AgentEvent,
+    AgentEventSink,
     AgentListener,
     AgentLoopConfig,
     AgentLoopTurnUpdate,
@@ -39,12 +50,45 @@ from .types import (
 )
 
 __all__ = [
-    "AfterToolCallContext", "AfterToolCallResult", "AgentContext", "AgentEndEvent", "AgentEvent",
-    "AgentListener", "AgentLoopConfig", "AgentLoopTurnUpdate", "AgentMessage", "AgentStartEvent", "AgentTool",
-    "AgentToolResult", "AgentToolUpdateCallback", "BeforeToolCallContext", "BeforeToolCallResult",
-    "MessageEndEvent", "MessageStartEvent", "MessageUpdateEvent", "PrepareNextTurnContext", "QueueMode",
-    "ShouldStopAfterTurnContext", "StreamFn", "ThinkingLevel", "ToolExecutionEndEvent", "ToolExecutionMode",
-    "ToolExecutionStartEvent", "ToolExecutionUpdateEvent", "TurnContext", "TurnEndEvent", "TurnStartEvent",
+    "AfterToolCallContext",
+    "AfterToolCallResult",
+    "Agent",
+    "AgentContext",
+    "AgentEndEvent",
+    "AgentEvent",
+    "AgentEventSink",
+    "AgentListener",
+    "AgentLoopConfig",
+    "AgentLoopTurnUpdate",
+    "AgentMessage",
+    "AgentStartEvent",
+    "AgentState",
+    "AgentTool",
+    "AgentToolResult",
+    "AgentToolUpdateCallback",
+    "BeforeToolCallContext",
+    "BeforeToolCallResult",
+    "FunctionTool",
+    "MessageEndEvent",
+    "MessageStartEvent",
+    "MessageUpdateEvent",
+    "PrepareNextTurnContext",
+    "QueueMode",
+    "ShouldStopAfterTurnContext",
+    "StreamFn",
+    "ThinkingLevel",
+    "ToolExecutionEndEvent",
+    "ToolExecutionMode",
+    "ToolExecutionStartEvent",
+    "ToolExecutionUpdateEvent",
+    "TurnContext",
+    "TurnEndEvent",
+    "TurnStartEvent",
+    "agent_loop",
+    "agent_loop_continue",
+    "get_default_stream_fn",
+    "run_agent_loop",
+    "run_agent_loop_continue",
+    "set_default_stream_fn",
+    "tool",
 ]
-# The agent-core helper adds: Agent, AgentState, agent_loop, agent_loop_continue, run_agent_loop,
-# run_agent_loop_continue, set_default_stream_fn, tool.

@@ -10,7 +10,9 @@ Contracts written on the types, as in Pi:
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
+import dataclasses
+import json
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, TypeAlias
 
@@ -31,6 +33,7 @@ from ..ai.types import (
     ToolCall,
     ToolResultMessage,
     Usage,
+    UserMessage,
 )
 
 ThinkingLevel: TypeAlias = Literal["off", "minimal", "low", "medium", "high", "xhigh", "max"]
@@ -63,8 +66,42 @@ class AgentToolResult:
     added_tool_names: list[str] | None = None
     terminate: bool | None = None
 
+    @classmethod
+    def error(cls, text: str) -> AgentToolResult:
+        """The loop's error result: one text block and empty details, as Pi's."""
+        return cls(content=[TextContent(text=text)], details={})
+
+    @classmethod
+    def of(cls, value: Any) -> AgentToolResult:
+        """Coerce what a tool returned: a result as is; a ``str`` as one text block; a text or
+        image block, or a non-empty list of them, as the content; anything else as JSON text
+        (pydantic models via ``model_dump_json``), or ``repr`` when not JSON-serialisable (so
+        ``None`` reads ``null``)."""
+        if isinstance(value, AgentToolResult):
+            return value
+        if isinstance(value, str):
+            return cls(content=[TextContent(text=value)])
+        if isinstance(value, TextContent | ImageContent):
+            return cls(content=[value])
+        if (
+            isinstance(value, list | tuple)
+            and value
+            and all(isinstance(v, TextContent | ImageContent) for v in value)
+        ):
+            return cls(content=list(value))
+        if isinstance(value, BaseModel):
+            return cls(content=[TextContent(text=value.model_dump_json())])
+        try:
+            text = json.dumps(value, ensure_ascii=False)
+        except (TypeError, ValueError):
+            text = repr(value)
+        return cls(content=[TextContent(text=text)])
+
     def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"content": [b.model_dump() for b in self.content], "details": _plain(self.details)}
+        out: dict[str, Any] = {
+            "content": [b.model_dump() for b in self.content],
+            "details": _plain(self.details),
+        }
         if self.usage is not None:
             out["usage"] = self.usage.model_dump()
         if self.added_tool_names:
@@ -76,7 +113,8 @@ class AgentToolResult:
 
 AgentToolUpdateCallback: TypeAlias = Callable[[AgentToolResult], None]
 ToolExecute: TypeAlias = Callable[
-    [str, Any, AbortSignal | None, AgentToolUpdateCallback | None], "Awaitable[AgentToolResult] | AgentToolResult"
+    [str, Any, AbortSignal | None, AgentToolUpdateCallback | None],
+    "Awaitable[AgentToolResult] | AgentToolResult",
 ]
 
 
@@ -93,6 +131,9 @@ class AgentTool:
     label: str = ""
     prepare_arguments: Callable[[Any], Any] | None = None
     execution_mode: ToolExecutionMode | None = None
+    _tool_cache: tuple[tuple[str, str, int], Tool] | None = field(
+        default=None, init=False, repr=False, compare=False
+    )
 
     def __post_init__(self) -> None:
         if not self.label:
@@ -105,8 +146,18 @@ class AgentTool:
         return params.model_json_schema()
 
     def to_tool(self) -> Tool:
-        """The provider-facing definition (name, description, JSON schema)."""
-        return Tool(name=self.name, description=self.description, parameters=self.json_schema())
+        """The provider-facing definition (name, description, JSON schema).
+
+        The loop asks for it on every LLM call and a pydantic schema costs ~100 µs to build,
+        so the result is cached while name, description and the ``parameters`` object stay
+        the same (a schema dict is treated as immutable once the tool is in use)."""
+        key = (self.name, self.description, id(self.parameters))
+        cached = self._tool_cache
+        if cached is not None and cached[0] == key:
+            return cached[1]
+        tool = Tool(name=self.name, description=self.description, parameters=self.json_schema())
+        self._tool_cache = (key, tool)
+        return tool
 
 
 # --- context and hooks ---------------------------------------------------------------------
@@ -173,16 +224,26 @@ class AgentLoopTurnUpdate:
     thinking_level: ThinkingLevel | None = None
 
 
+# A hook may also return a mapping of the result's fields (``{"block": True}``).
+_BeforeResult: TypeAlias = "BeforeToolCallResult | Mapping[str, Any] | None"
+_AfterResult: TypeAlias = "AfterToolCallResult | Mapping[str, Any] | None"
 BeforeToolCallHook: TypeAlias = Callable[
-    [BeforeToolCallContext, AbortSignal | None], "Awaitable[BeforeToolCallResult | None] | BeforeToolCallResult | None"
+    [BeforeToolCallContext, AbortSignal | None], "Awaitable[_BeforeResult] | _BeforeResult"
 ]
 AfterToolCallHook: TypeAlias = Callable[
-    [AfterToolCallContext, AbortSignal | None], "Awaitable[AfterToolCallResult | None] | AfterToolCallResult | None"
+    [AfterToolCallContext, AbortSignal | None], "Awaitable[_AfterResult] | _AfterResult"
 ]
+
+
+_LLM_TYPES = frozenset({UserMessage, AssistantMessage, ToolResultMessage})
+_LLM_ROLES = frozenset({"user", "assistant", "toolResult"})
 
 
 def _default_convert_to_llm(messages: Sequence[Any]) -> list[LlmMessage]:
-    return [m for m in messages if getattr(m, "role", None) in ("user", "assistant", "toolResult")]
+    """Pi's default: keep the user, assistant and toolResult messages."""
+    if set(map(type, messages)) <= _LLM_TYPES:  # the common case, checked at C speed
+        return list(messages)
+    return [m for m in messages if getattr(m, "role", None) in _LLM_ROLES]
 
 
 @dataclass(kw_only=True)
@@ -230,9 +291,9 @@ def _plain(value: Any) -> Any:
 class _AgentEvent:
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"type": getattr(self, "type")}
-        for name in self.__slots__:  # type: ignore[attr-defined]
-            if name != "type":
-                out[_CAMEL.get(name, name)] = _plain(getattr(self, name))
+        for f in dataclasses.fields(self):
+            if f.name != "type":
+                out[_CAMEL.get(f.name, f.name)] = _plain(getattr(self, f.name))
         return out
 
 
@@ -318,3 +379,6 @@ AgentEvent: TypeAlias = (
 )
 
 AgentListener: TypeAlias = Callable[[AgentEvent, AbortSignal], "Awaitable[None] | None"]
+
+AgentEventSink: TypeAlias = Callable[[AgentEvent], "Awaitable[None] | None"]
+"""The loop's ``emit``: sync or async; an awaitable result is awaited before the loop goes on."""

@@ -1,0 +1,510 @@
+"""``Agent`` (Pi's ``agent.ts``): the stateful wrapper around the loop. It owns the transcript
+and runtime state, the steering/follow-up queues and the abort controller of the active run,
+and turns every loop event into a state change followed by awaited listeners.
+
+Semantics are Pi's (spec section 5), with these Python specifics:
+* ``prompt`` and ``continue_`` run the loop in a task of their own and await it. When the
+  awaiting task is cancelled (a kernel interrupt), the run is aborted and allowed to finish its
+  event sequence (aborted turn, ``agent_end``), then ``CancelledError`` is re-raised. A second
+  cancellation while waiting stops the run at once; it still closes with a failure turn.
+* ``reset()`` aborts the active run first (DESIGN fix 5). The run's closing events still reach
+  listeners but no longer touch the (cleared) state; ``is_streaming`` stays true until it has
+  settled, so ``await wait_for_idle()`` before prompting again.
+* A run stopped by ``abort()`` between turns (fix 2, no extra aborted turn) leaves
+  ``state.error_message`` at ``"Request was aborted"``, as Pi's extra aborted turn would.
+* A crash closes the run with a complete failure turn (see ``loop.RunTracker``): events that
+  are already open get their ends; nothing is emitted after ``agent_end``.
+* ``should_stop_after_turn`` is an option Pi's ``Agent`` lacks (the notebook's ``--max-turns``).
+* ``steer``/``follow_up``/``prompt`` accept a plain string (one text block).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..ai.abort import ABORT_MESSAGE, AbortController, AbortSignal
+from ..ai.event_stream import spawn
+from ..ai.options import OnPayload, OnResponse, Transport
+from ..ai.types import ImageContent, Model, ModelCost, TextContent, UserMessage, now_ms
+from .loop import RunTracker, get_default_stream_fn, run_agent_loop, run_agent_loop_continue
+from .queues import PendingMessageQueue
+from .types import (
+    AfterToolCallHook,
+    AgentContext,
+    AgentEndEvent,
+    AgentEvent,
+    AgentListener,
+    AgentLoopConfig,
+    AgentTool,
+    BeforeToolCallHook,
+    MessageEndEvent,
+    MessageStartEvent,
+    MessageUpdateEvent,
+    QueueMode,
+    StreamFn,
+    ThinkingLevel,
+    ToolExecutionEndEvent,
+    ToolExecutionMode,
+    ToolExecutionStartEvent,
+    TurnContext,
+    TurnEndEvent,
+    _default_convert_to_llm,
+)
+
+PROMPT_BUSY = "Agent is already processing a prompt. Use steer() or followUp() to queue messages, or wait for completion."  # noqa: E501
+CONTINUE_BUSY = "Agent is already processing. Wait for completion before continuing."
+
+
+def default_model() -> Model:
+    """Pi's placeholder model for an agent created without one."""
+    return Model(
+        id="unknown",
+        name="unknown",
+        api="unknown",
+        provider="unknown",
+        base_url="",
+        reasoning=False,
+        input=[],
+        cost=ModelCost(),
+        context_window=0,
+        max_tokens=0,
+    )
+
+
+class AgentState:
+    """The live state (``agent.state`` is always the same object). ``tools``/``messages``
+    store a shallow copy when assigned and return the stored list when read; the runtime fields
+    are read-only and ``pending_tool_calls`` is a new frozenset on every change."""
+
+    __slots__ = (
+        "_error_message",
+        "_is_streaming",
+        "_messages",
+        "_pending_tool_calls",
+        "_streaming_message",
+        "_tools",
+        "model",
+        "system_prompt",
+        "thinking_level",
+    )
+
+    def __init__(
+        self,
+        system_prompt: str = "",
+        model: Model | None = None,
+        thinking_level: ThinkingLevel = "off",
+        tools: Sequence[AgentTool] = (),
+        messages: Sequence[Any] = (),
+    ) -> None:
+        self.system_prompt = system_prompt
+        self.model = model if model is not None else default_model()
+        self.thinking_level: ThinkingLevel = thinking_level
+        self._tools = list(tools)
+        self._messages = list(messages)
+        self._is_streaming = False
+        self._streaming_message: Any = None
+        self._pending_tool_calls: frozenset[str] = frozenset()
+        self._error_message: str | None = None
+
+    @property
+    def tools(self) -> list[AgentTool]:
+        return self._tools
+
+    @tools.setter
+    def tools(self, tools: Sequence[AgentTool]) -> None:
+        self._tools = list(tools)
+
+    @property
+    def messages(self) -> list[Any]:
+        return self._messages
+
+    @messages.setter
+    def messages(self, messages: Sequence[Any]) -> None:
+        self._messages = list(messages)
+
+    @property
+    def is_streaming(self) -> bool:
+        return self._is_streaming
+
+    @property
+    def streaming_message(self) -> Any:
+        return self._streaming_message
+
+    @property
+    def pending_tool_calls(self) -> frozenset[str]:
+        return self._pending_tool_calls
+
+    @property
+    def error_message(self) -> str | None:
+        return self._error_message
+
+    def __repr__(self) -> str:
+        return (
+            f"AgentState(model={self.model.provider}:{self.model.id}, messages={len(self._messages)}, "
+            f"tools={[t.name for t in self._tools]}, is_streaming={self._is_streaming})"
+        )
+
+
+@dataclass(eq=False)
+class _ActiveRun:
+    controller: AbortController
+    done: asyncio.Future[None]
+    tracker: RunTracker = field(default_factory=RunTracker)
+    detached: bool = False  # set by reset(): the run's remaining events leave the state alone
+
+
+_INITIAL_STATE_KEYS = frozenset({"system_prompt", "model", "thinking_level", "tools", "messages"})
+
+
+def _user_message(text: str, images: Sequence[ImageContent] | None = None) -> UserMessage:
+    return UserMessage(content=[TextContent(text=text), *(images or ())], timestamp=now_ms())
+
+
+class Agent:
+    """See the module docstring; options are Pi's ``AgentOptions`` in snake_case."""
+
+    def __init__(
+        self,
+        *,
+        stream_fn: StreamFn | None = None,
+        initial_state: dict[str, Any] | None = None,
+        convert_to_llm: Callable[[list[Any]], Any] | None = None,
+        transform_context: Callable[[list[Any], AbortSignal | None], Any] | None = None,
+        get_api_key: Callable[[str], Any] | None = None,
+        before_tool_call: BeforeToolCallHook | None = None,
+        after_tool_call: AfterToolCallHook | None = None,
+        prepare_next_turn: Callable[[AbortSignal | None], Any] | None = None,
+        prepare_next_turn_with_context: Callable[[TurnContext, AbortSignal | None], Any] | None = None,
+        should_stop_after_turn: Callable[[TurnContext], Any] | None = None,
+        steering_mode: QueueMode = "one-at-a-time",
+        follow_up_mode: QueueMode = "one-at-a-time",
+        session_id: str | None = None,
+        thinking_budgets: dict[str, int] | None = None,
+        transport: Transport = "auto",
+        max_retry_delay_ms: int | None = None,
+        tool_execution: ToolExecutionMode = "parallel",
+        on_payload: OnPayload | None = None,
+        on_response: OnResponse | None = None,
+    ) -> None:
+        unknown = set(initial_state or {}) - _INITIAL_STATE_KEYS
+        if unknown:
+            raise TypeError(f"unknown initial_state key(s): {', '.join(sorted(unknown))}")
+        self._state = AgentState(**(initial_state or {}))
+        self.stream_fn: StreamFn = stream_fn if stream_fn is not None else get_default_stream_fn()
+        self.convert_to_llm = convert_to_llm or _default_convert_to_llm
+        self.transform_context = transform_context
+        self.get_api_key = get_api_key
+        self.before_tool_call = before_tool_call
+        self.after_tool_call = after_tool_call
+        self.prepare_next_turn = prepare_next_turn
+        self.prepare_next_turn_with_context = prepare_next_turn_with_context
+        self.should_stop_after_turn = should_stop_after_turn
+        self.session_id = session_id
+        self.thinking_budgets = thinking_budgets
+        self.transport: Transport = transport
+        self.max_retry_delay_ms = max_retry_delay_ms
+        self.tool_execution: ToolExecutionMode = tool_execution
+        self.on_payload = on_payload
+        self.on_response = on_response
+        self._steering = PendingMessageQueue(steering_mode)
+        self._follow_ups = PendingMessageQueue(follow_up_mode)
+        self._listeners: dict[AgentListener, None] = {}  # an ordered set
+        self._listener_list: tuple[AgentListener, ...] = ()
+        self._active_run: _ActiveRun | None = None
+
+    # -- state, listeners, queues ---------------------------------------------------------------
+
+    @property
+    def state(self) -> AgentState:
+        return self._state
+
+    def subscribe(self, listener: AgentListener) -> Callable[[], None]:
+        """Listeners get ``(event, signal)``, may be async, and are awaited in order."""
+        self._listeners[listener] = None
+        self._listener_list = tuple(self._listeners)
+
+        def unsubscribe() -> None:
+            self._listeners.pop(listener, None)
+            self._listener_list = tuple(self._listeners)
+
+        return unsubscribe
+
+    @property
+    def steering_mode(self) -> QueueMode:
+        return self._steering.mode
+
+    @steering_mode.setter
+    def steering_mode(self, mode: QueueMode) -> None:
+        self._steering.mode = mode
+
+    @property
+    def follow_up_mode(self) -> QueueMode:
+        return self._follow_ups.mode
+
+    @follow_up_mode.setter
+    def follow_up_mode(self, mode: QueueMode) -> None:
+        self._follow_ups.mode = mode
+
+    def steer(self, message: Any) -> None:
+        """Queue a message for injection after the current turn (a str becomes a user message)."""
+        self._steering.enqueue(_user_message(message) if isinstance(message, str) else message)
+
+    def follow_up(self, message: Any) -> None:
+        """Queue a message for when the agent would otherwise stop."""
+        self._follow_ups.enqueue(_user_message(message) if isinstance(message, str) else message)
+
+    def clear_steering_queue(self) -> None:
+        self._steering.clear()
+
+    def clear_follow_up_queue(self) -> None:
+        self._follow_ups.clear()
+
+    def clear_all_queues(self) -> None:
+        self._steering.clear()
+        self._follow_ups.clear()
+
+    def has_queued_messages(self) -> bool:
+        return self._steering.has_items() or self._follow_ups.has_items()
+
+    @property
+    def signal(self) -> AbortSignal | None:
+        """The active run's abort signal, or None when idle."""
+        return self._active_run.controller.signal if self._active_run is not None else None
+
+    def abort(self) -> None:
+        if self._active_run is not None:
+            self._active_run.controller.abort()
+
+    async def wait_for_idle(self) -> None:
+        """Return once the active run and all its awaited listeners have finished."""
+        if self._active_run is not None:
+            await asyncio.shield(self._active_run.done)
+
+    def reset(self) -> None:
+        """Abort the active run (fix 5), then clear the transcript, runtime state and queues."""
+        run = self._active_run
+        if run is not None:
+            run.controller.abort()
+            run.detached = True
+        state = self._state
+        state.messages = []
+        state._streaming_message = None
+        state._pending_tool_calls = frozenset()
+        state._error_message = None
+        self.clear_all_queues()
+
+    # -- running ------------------------------------------------------------------------------------
+
+    async def prompt(self, input: Any, images: Sequence[ImageContent] | None = None) -> None:
+        """Run from text (plus images), one message or a list of messages."""
+        if self._active_run is not None:
+            raise RuntimeError(PROMPT_BUSY)
+        if isinstance(input, str):
+            messages = [_user_message(input, images)]
+        elif isinstance(input, list | tuple):
+            messages = list(input)
+        else:
+            messages = [input]
+        await self._run_prompt_messages(messages)
+
+    async def continue_(self) -> None:
+        """Continue from the transcript; from an assistant tail, run queued steering (then
+        follow-up) messages instead."""
+        if self._active_run is not None:
+            raise RuntimeError(CONTINUE_BUSY)
+        messages = self._state.messages
+        if not messages:
+            raise RuntimeError("No messages to continue from")
+        if getattr(messages[-1], "role", None) == "assistant":
+            steering = self._steering.drain()
+            if steering:
+                await self._run_prompt_messages(steering, skip_initial_steering_poll=True)
+                return
+            follow_ups = self._follow_ups.drain()
+            if follow_ups:
+                await self._run_prompt_messages(follow_ups)
+                return
+            raise RuntimeError("Cannot continue from message role: assistant")
+        await self._await_run(self._start_run(self._continuation))
+
+    async def _run_prompt_messages(
+        self, messages: list[Any], skip_initial_steering_poll: bool = False
+    ) -> None:
+        async def execute(run: _ActiveRun) -> None:
+            await run_agent_loop(
+                messages,
+                self._context_snapshot(),
+                self._loop_config(skip_initial_steering_poll),
+                lambda event: self._process_event(run, event),
+                run.controller.signal,
+                self.stream_fn,
+            )
+
+        await self._await_run(self._start_run(execute))
+
+    async def _continuation(self, run: _ActiveRun) -> None:
+        await run_agent_loop_continue(
+            self._context_snapshot(),
+            self._loop_config(),
+            lambda event: self._process_event(run, event),
+            run.controller.signal,
+            self.stream_fn,
+        )
+
+    def _context_snapshot(self) -> AgentContext:
+        state = self._state
+        return AgentContext(
+            system_prompt=state.system_prompt, messages=list(state.messages), tools=list(state.tools)
+        )
+
+    def _loop_config(self, skip_initial_steering_poll: bool = False) -> AgentLoopConfig:
+        state = self._state
+        skip = [skip_initial_steering_poll]
+
+        def get_steering_messages() -> list[Any]:
+            if skip[0]:
+                skip[0] = False
+                return []
+            return self._steering.drain()
+
+        return AgentLoopConfig(
+            model=state.model,
+            reasoning=None if state.thinking_level == "off" else state.thinking_level,
+            session_id=self.session_id,
+            on_payload=self.on_payload,
+            on_response=self.on_response,
+            transport=self.transport,
+            thinking_budgets=self.thinking_budgets,
+            max_retry_delay_ms=self.max_retry_delay_ms,
+            tool_execution=self.tool_execution,
+            before_tool_call=self.before_tool_call,
+            after_tool_call=self.after_tool_call,
+            prepare_next_turn=self._prepare_next_turn if self._has_prepare_hook() else None,
+            should_stop_after_turn=self.should_stop_after_turn,
+            convert_to_llm=self.convert_to_llm,
+            transform_context=self.transform_context,
+            get_api_key=self.get_api_key,
+            get_steering_messages=get_steering_messages,
+            get_follow_up_messages=self._follow_ups.drain,
+        )
+
+    def _has_prepare_hook(self) -> bool:
+        return self.prepare_next_turn_with_context is not None or self.prepare_next_turn is not None
+
+    async def _prepare_next_turn(self, context: TurnContext) -> Any:
+        if self.prepare_next_turn_with_context is not None:
+            result = self.prepare_next_turn_with_context(context, self.signal)
+        elif self.prepare_next_turn is not None:
+            result = self.prepare_next_turn(self.signal)
+        else:
+            return None
+        return await result if inspect.isawaitable(result) else result
+
+    # -- run lifecycle --------------------------------------------------------------------------------
+
+    def _start_run(self, executor: Callable[[_ActiveRun], Awaitable[None]]) -> asyncio.Task[Any]:
+        """Claim the agent synchronously (so a second ``prompt`` fails at once) and start the run."""
+        if self._active_run is not None:
+            raise RuntimeError("Agent is already processing.")
+        run = _ActiveRun(AbortController(), asyncio.get_running_loop().create_future())
+        self._active_run = run
+        state = self._state
+        state._is_streaming = True
+        state._streaming_message = None
+        state._error_message = None
+        return spawn(self._lifecycle(run, executor))
+
+    async def _lifecycle(self, run: _ActiveRun, executor: Callable[[_ActiveRun], Awaitable[None]]) -> None:
+        try:
+            await executor(run)
+        except BaseException as exc:
+            # Exceptions and our own hard stop (CancelledError) close the run with a failure turn.
+            aborted = run.controller.signal.aborted
+            for event in run.tracker.failure_events(exc, self._state.model, aborted, with_run_messages=False):
+                result = self._process_event(run, event)
+                if result is not None:
+                    await result
+            if not isinstance(exc, Exception | asyncio.CancelledError):
+                raise
+        finally:
+            self._finish_run(run)
+
+    def _finish_run(self, run: _ActiveRun) -> None:
+        state = self._state
+        state._is_streaming = False
+        state._streaming_message = None
+        state._pending_tool_calls = frozenset()
+        if run.controller.signal.aborted and state._error_message is None and not run.detached:
+            state._error_message = ABORT_MESSAGE
+        self._active_run = None
+        if not run.done.done():
+            run.done.set_result(None)
+
+    async def _await_run(self, task: asyncio.Task[Any]) -> None:
+        """Await the run; on cancellation abort it, let it close its events, then re-raise."""
+        try:
+            await asyncio.shield(task)
+        except asyncio.CancelledError:
+            if task.done():
+                raise
+            self.abort()
+            while not task.done():
+                try:
+                    await asyncio.shield(task)
+                except asyncio.CancelledError:
+                    task.cancel()  # cancelled again while waiting: stop the run now
+            raise
+
+    # -- events -------------------------------------------------------------------------------------------
+
+    def _process_event(self, run: _ActiveRun, event: AgentEvent) -> Awaitable[None] | None:
+        """Reduce the state, then call listeners in order. Sync listeners run right here; from
+        the first one that returns an awaitable on, the rest run in the returned coroutine."""
+        if type(event) is MessageUpdateEvent:  # the per-token event: only the streaming message changes
+            if not run.detached:
+                self._state._streaming_message = event.message
+        else:
+            run.tracker.observe(event)
+            if not run.detached:
+                self._reduce(event)
+        if self._active_run is None:
+            raise RuntimeError("Agent listener invoked outside active run")
+        signal = run.controller.signal
+        listeners = self._listener_list
+        for index, listener in enumerate(listeners):
+            result = listener(event, signal)
+            if result is not None and inspect.isawaitable(result):
+                return self._finish_listeners(result, listeners[index + 1 :], event, signal)
+        return None
+
+    @staticmethod
+    async def _finish_listeners(
+        pending: Awaitable[Any], rest: tuple[AgentListener, ...], event: AgentEvent, signal: AbortSignal
+    ) -> None:
+        await pending
+        for listener in rest:
+            result = listener(event, signal)
+            if result is not None and inspect.isawaitable(result):
+                await result
+
+    def _reduce(self, event: AgentEvent) -> None:
+        state = self._state
+        if isinstance(event, MessageUpdateEvent | MessageStartEvent):
+            state._streaming_message = event.message
+        elif isinstance(event, MessageEndEvent):
+            state._streaming_message = None
+            state._messages.append(event.message)
+        elif isinstance(event, ToolExecutionStartEvent):
+            state._pending_tool_calls = state._pending_tool_calls | {event.tool_call_id}
+        elif isinstance(event, ToolExecutionEndEvent):
+            state._pending_tool_calls = state._pending_tool_calls - {event.tool_call_id}
+        elif isinstance(event, TurnEndEvent):
+            message = event.message
+            if getattr(message, "role", None) == "assistant" and getattr(message, "error_message", None):
+                state._error_message = message.error_message
+        elif isinstance(event, AgentEndEvent):
+            state._streaming_message = None

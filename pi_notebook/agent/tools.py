@@ -1,0 +1,615 @@
+"""Running tools, and the ``@tool`` decorator that turns a typed Python function into an
+``AgentTool``.
+
+* Sync code never runs on the event loop (in a notebook that is the kernel's loop): a sync
+  ``execute`` or a sync decorated function runs in a dedicated worker pool (32 threads, so a
+  batch of blocking tools runs truly in parallel; asyncio's default pool has only 6 on 2 cores).
+* What a tool returns becomes an ``AgentToolResult`` (``AgentToolResult.of``): a result as is,
+  a ``str`` as one text block, content blocks as the content, anything else as JSON text.
+* ``ToolBatch`` runs the tool calls of one assistant message (Pi's ``executeToolCalls*``).
+* ``@tool`` builds the parameter schema with pydantic from the signature: annotations (missing =
+  ``Any``), defaults (optional parameters), ``Annotated[..., Field(description=...)]``. The
+  docstring's first paragraph is the description, and a Google (``Args:``), NumPy
+  (``Parameters`` + dashes) or Sphinx (``:param x:``) section describes the parameters.
+  Parameters named ``tool_call_id``, ``signal`` and ``on_update`` are injected by the loop and
+  left out of the schema; ``on_update`` also accepts a plain string.
+
+Imports ``pi_notebook.ai`` and the agent types only.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import dataclasses
+import functools
+import inspect
+import re
+import threading
+import typing
+from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Annotated, Any, TypeVar, overload
+
+from pydantic import BaseModel, ConfigDict, Field, create_model
+from pydantic.fields import FieldInfo
+
+from ..ai.abort import ABORT_MESSAGE, AbortSignal
+from ..ai.event_stream import spawn
+from ..ai.types import AssistantMessage, ToolCall, ToolResultMessage, now_ms
+from ..ai.validation import validate_tool_arguments
+from .types import (
+    AfterToolCallContext,
+    AfterToolCallResult,
+    AgentContext,
+    AgentEvent,
+    AgentEventSink,
+    AgentLoopConfig,
+    AgentTool,
+    AgentToolResult,
+    AgentToolUpdateCallback,
+    BeforeToolCallContext,
+    BeforeToolCallResult,
+    MessageEndEvent,
+    MessageStartEvent,
+    ToolExecutionEndEvent,
+    ToolExecutionMode,
+    ToolExecutionStartEvent,
+    ToolExecutionUpdateEvent,
+)
+
+__all__ = ["FunctionTool", "ToolBatch", "call_tool_execute", "run_in_worker", "tool"]
+
+T = TypeVar("T")
+
+INJECTED_PARAMETERS = frozenset({"tool_call_id", "signal", "on_update"})
+
+# --- worker threads ------------------------------------------------------------------------
+
+_executor: ThreadPoolExecutor | None = None
+_executor_lock = threading.Lock()
+
+
+def _worker_pool() -> ThreadPoolExecutor:
+    global _executor
+    if _executor is None:
+        with _executor_lock:
+            if _executor is None:
+                _executor = ThreadPoolExecutor(max_workers=32, thread_name_prefix="pi-tool")
+    return _executor
+
+
+async def run_in_worker(fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
+    """``asyncio.to_thread`` on the tool pool (context variables are carried over)."""
+    call = functools.partial(contextvars.copy_context().run, fn, *args, **kwargs)
+    return await asyncio.get_running_loop().run_in_executor(_worker_pool(), call)
+
+
+def _is_async_callable(fn: Any) -> bool:
+    return inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(getattr(fn, "__call__", None))  # noqa: B004
+
+
+async def call_tool_execute(
+    tool: AgentTool,
+    tool_call_id: str,
+    args: Any,
+    signal: AbortSignal | None,
+    on_update: AgentToolUpdateCallback,
+) -> AgentToolResult:
+    """Await an async ``execute``; run a sync one in a worker thread. Exceptions propagate."""
+    execute = tool.execute
+    if _is_async_callable(execute):
+        value = await execute(tool_call_id, args, signal, on_update)  # type: ignore[misc]
+    else:
+        value = await run_in_worker(execute, tool_call_id, args, signal, on_update)
+        if inspect.isawaitable(value):
+            value = await value
+    return AgentToolResult.of(value)
+
+
+# --- tool batches (Pi's executeToolCalls*) -------------------------------------------------------
+
+TRUNCATED_TOOL_CALL = (
+    'Tool call "{name}" was not executed: the response hit the output token limit, so its arguments '
+    "may be truncated. Re-issue the tool call with complete arguments."
+)
+OPERATION_ABORTED = "Operation aborted"
+
+
+def error_text(error: BaseException, aborted: bool = False) -> str:
+    if aborted and isinstance(error, asyncio.CancelledError):
+        return ABORT_MESSAGE
+    return str(error) or type(error).__name__
+
+
+async def resolve(value: Any) -> Any:
+    """Await ``value`` if it is awaitable (hooks may be sync or async)."""
+    return await value if inspect.isawaitable(value) else value
+
+
+def coerce_result(value: Any, cls: type[T]) -> T | None:
+    """Hook results may be the dataclass, a mapping of its fields, or None."""
+    if value is None or isinstance(value, cls):
+        return value
+    if isinstance(value, Mapping):
+        return cls(**value)
+    raise TypeError(f"expected {cls.__name__}, a mapping or None, got {type(value).__name__}")
+
+
+@dataclass(slots=True)
+class _Prepared:
+    tool_call: ToolCall
+    tool: AgentTool
+    args: Any
+
+
+@dataclass(slots=True)
+class _Finalized:
+    tool_call: ToolCall
+    result: AgentToolResult
+    is_error: bool
+
+
+def _failed(tool_call: ToolCall, text: str) -> _Finalized:
+    return _Finalized(tool_call, AgentToolResult.error(text), True)
+
+
+def _tool_result_message(final: _Finalized) -> ToolResultMessage:
+    result = final.result
+    return ToolResultMessage(
+        tool_call_id=final.tool_call.id,
+        tool_name=final.tool_call.name,
+        content=list(result.content or []),
+        details=result.details,
+        usage=result.usage,
+        added_tool_names=list(result.added_tool_names) if result.added_tool_names else None,
+        is_error=final.is_error,
+        timestamp=now_ms(),
+    )
+
+
+class ToolBatch:
+    """Runs the tool calls of one assistant message: preparation (arguments, validation,
+    ``before_tool_call``), execution, ``after_tool_call``, and the events, in sequential or
+    parallel mode (spec 4.5), including fix 3 (aborted results for calls an abort skipped)."""
+
+    def __init__(
+        self, context: AgentContext, config: AgentLoopConfig, signal: AbortSignal | None, emit: AgentEventSink
+    ) -> None:
+        self.context, self.config, self.signal, self.sink = context, config, signal, emit
+
+    def aborted(self) -> bool:
+        return self.signal is not None and self.signal.aborted
+
+    async def emit(self, event: AgentEvent) -> None:
+        result = self.sink(event)
+        if result is not None and inspect.isawaitable(result):
+            await result
+
+    async def fail_truncated(self, calls: list[ToolCall]) -> tuple[list[ToolResultMessage], bool]:
+        results = []
+        for call in calls:
+            await self.emit(ToolExecutionStartEvent(call.id, call.name, call.arguments))
+            results.append(await self._settle(_failed(call, TRUNCATED_TOOL_CALL.format(name=call.name))))
+        return results, False
+
+    async def _settle(self, final: _Finalized) -> ToolResultMessage:
+        """``tool_execution_end`` then the result message's start/end."""
+        await self._emit_end(final)
+        return await self._emit_result_message(final)
+
+    async def _emit_end(self, final: _Finalized) -> None:
+        call = final.tool_call
+        await self.emit(ToolExecutionEndEvent(call.id, call.name, final.result, final.is_error))
+
+    async def _emit_result_message(self, final: _Finalized) -> ToolResultMessage:
+        message = _tool_result_message(final)
+        await self.emit(MessageStartEvent(message))
+        await self.emit(MessageEndEvent(message))
+        return message
+
+    async def execute(
+        self, message: AssistantMessage, calls: list[ToolCall]
+    ) -> tuple[list[ToolResultMessage], bool]:
+        tools = self.context.tools or []
+        sequential = self.config.tool_execution == "sequential" or any(
+            tool.execution_mode == "sequential" for call in calls for tool in tools if tool.name == call.name
+        )
+        if sequential:
+            finals, results = await self._execute_sequential(message, calls)
+        else:
+            finals = await self._execute_parallel(message, calls)
+            results = [await self._emit_result_message(final) for final in finals]
+        terminate = bool(finals) and all(final.result.terminate is True for final in finals)
+        return results, terminate
+
+    async def _execute_sequential(
+        self, message: AssistantMessage, calls: list[ToolCall]
+    ) -> tuple[list[_Finalized], list[ToolResultMessage]]:
+        finals: list[_Finalized] = []
+        results: list[ToolResultMessage] = []
+        for index, call in enumerate(calls):
+            await self.emit(ToolExecutionStartEvent(call.id, call.name, call.arguments))
+            prepared = await self._prepare(message, call)
+            final = (
+                prepared if isinstance(prepared, _Finalized) else await self._execute_one(message, prepared)
+            )
+            finals.append(final)
+            results.append(await self._settle(final))
+            if self.aborted():
+                for aborted in await self._skip_aborted(calls[index + 1 :]):
+                    finals.append(aborted)
+                    results.append(await self._emit_result_message(aborted))
+                break
+        return finals, results
+
+    async def _skip_aborted(self, calls: list[ToolCall]) -> list[_Finalized]:
+        """Fix 3: calls an abort kept from running still get start/end and an error result."""
+        skipped = []
+        for call in calls:
+            await self.emit(ToolExecutionStartEvent(call.id, call.name, call.arguments))
+            skipped.append(_failed(call, OPERATION_ABORTED))
+            await self._emit_end(skipped[-1])
+        return skipped
+
+    async def _execute_parallel(self, message: AssistantMessage, calls: list[ToolCall]) -> list[_Finalized]:
+        entries: list[_Prepared | _Finalized] = []
+        for index, call in enumerate(calls):  # preflight, strictly in order
+            await self.emit(ToolExecutionStartEvent(call.id, call.name, call.arguments))
+            prepared = await self._prepare(message, call)
+            if isinstance(prepared, _Finalized):
+                await self._emit_end(prepared)
+            entries.append(prepared)
+            if self.aborted():
+                entries += await self._skip_aborted(calls[index + 1 :])
+                break
+        runnable = [(i, entry) for i, entry in enumerate(entries) if isinstance(entry, _Prepared)]
+        finals = [entry if isinstance(entry, _Finalized) else None for entry in entries]
+        if len(runnable) == 1:  # a lone call needs no task
+            index, prepared = runnable[0]
+            finals[index] = await self._execute_one(message, prepared, emit_end=True)
+        elif runnable:
+            tasks = [
+                asyncio.ensure_future(self._execute_one(message, prepared, emit_end=True, interleave=True))
+                for _, prepared in runnable
+            ]
+            try:
+                done = await asyncio.gather(*tasks)
+            except BaseException:  # a crashed emit must not leave sibling tools running
+                for task in tasks:
+                    task.cancel()
+                raise
+            for (index, _), final in zip(runnable, done, strict=True):
+                finals[index] = final
+        return [final for final in finals if final is not None]
+
+    def _find_tool(self, name: str) -> AgentTool | None:
+        for tool in self.context.tools or ():
+            if tool.name == name:
+                return tool
+        return None
+
+    async def _prepare(self, message: AssistantMessage, call: ToolCall) -> _Prepared | _Finalized:
+        tool = self._find_tool(call.name)
+        if tool is None:
+            return _failed(call, f"Tool {call.name} not found")
+        try:
+            prepared_call = call
+            if tool.prepare_arguments is not None:
+                arguments = tool.prepare_arguments(call.arguments)
+                if arguments is not call.arguments:  # the assistant message keeps the original
+                    prepared_call = call.model_copy(update={"arguments": arguments})
+            args = validate_tool_arguments(tool, prepared_call)
+            hook = self.config.before_tool_call
+            if hook is not None:
+                context = BeforeToolCallContext(
+                    assistant_message=message, tool_call=call, args=args, context=self.context
+                )
+                before = coerce_result(await resolve(hook(context, self.signal)), BeforeToolCallResult)
+                if self.aborted():
+                    return _failed(call, OPERATION_ABORTED)
+                if before is not None and before.block:
+                    return _failed(call, before.reason or "Tool execution was blocked")
+            if self.aborted():
+                return _failed(call, OPERATION_ABORTED)
+            # ``args`` are not re-validated: in-place changes by the hook reach ``execute``.
+            return _Prepared(call, tool, args)
+        except Exception as exc:
+            return _failed(call, error_text(exc))
+
+    async def _execute_one(
+        self, message: AssistantMessage, prepared: _Prepared, emit_end: bool = False, interleave: bool = False
+    ) -> _Finalized:
+        result, is_error = await self._run_tool(prepared, interleave)
+        hook = self.config.after_tool_call
+        if hook is not None:
+            context = AfterToolCallContext(
+                assistant_message=message,
+                tool_call=prepared.tool_call,
+                args=prepared.args,
+                result=result,
+                is_error=is_error,
+                context=self.context,
+            )
+            try:
+                after = coerce_result(await resolve(hook(context, self.signal)), AfterToolCallResult)
+                if after is not None:  # each given field replaces the value wholesale
+                    fields = ("content", "details", "usage", "terminate")
+                    overrides = {k: getattr(after, k) for k in fields if getattr(after, k) is not None}
+                    result = dataclasses.replace(result, **overrides)
+                    is_error = after.is_error if after.is_error is not None else is_error
+            except Exception as exc:
+                result, is_error = AgentToolResult.error(error_text(exc)), True
+        final = _Finalized(prepared.tool_call, result, is_error)
+        if emit_end:
+            await self._emit_end(final)
+        return final
+
+    async def _run_tool(self, prepared: _Prepared, interleave: bool = False) -> tuple[AgentToolResult, bool]:
+        """Run ``execute``; its update emits start at once and are drained before returning.
+        ``on_update`` may be called from a worker thread; calls after settling are dropped.
+
+        ``interleave`` (parallel batches) yields once after ``execute`` settles: in Pi every tool
+        of a batch runs to its first ``await`` before any of them finishes (so a batch's updates
+        precede its ends, trace A.3), while a Python coroutine that never suspends would run its
+        whole task, end event included, before the next tool starts."""
+        call, sink = prepared.tool_call, self.sink
+        loop = asyncio.get_running_loop()
+        loop_thread = threading.get_ident()
+        updates: list[asyncio.Future[Any]] = []
+        accepting = [True]
+
+        def on_update(partial: AgentToolResult) -> None:
+            if threading.get_ident() != loop_thread:
+                loop.call_soon_threadsafe(on_update, partial)
+                return
+            if not accepting[0]:
+                return
+            try:
+                result = sink(ToolExecutionUpdateEvent(call.id, call.name, call.arguments, partial))
+            except Exception as exc:  # surfaces at the drain, like a rejected emit in Pi
+                failed: asyncio.Future[Any] = loop.create_future()
+                failed.set_exception(exc)
+                updates.append(failed)
+                return
+            if result is not None and inspect.isawaitable(result):
+                updates.append(spawn(resolve(result)))
+
+        try:
+            result: AgentToolResult = await call_tool_execute(
+                prepared.tool, call.id, prepared.args, self.signal, on_update
+            )
+            is_error = False
+        except Exception as exc:
+            result, is_error = AgentToolResult.error(error_text(exc)), True
+        finally:
+            accepting[0] = False
+        if interleave:
+            await asyncio.sleep(0)
+        if updates:
+            await asyncio.gather(*updates)
+        return result, is_error
+
+
+# --- docstrings --------------------------------------------------------------------------------
+
+
+@dataclass
+class Docstring:
+    summary: str
+    params: dict[str, str] = field(default_factory=dict)
+
+
+_GOOGLE_HEADER = re.compile(r"^(Args|Arguments|Parameters|Params|Keyword Args|Keyword Arguments):\s*$")
+_GOOGLE_ENTRY = re.compile(r"^\*{0,2}(\w+)\s*(?:\([^)]*\))?\s*:\s*(.*)$")
+_SPHINX_PARAM = re.compile(r"^:param\s+(?:[^:]*\s)?(\w+)\s*:\s*(.*)$")
+_DASHES = re.compile(r"^\s*-{3,}\s*$")
+
+
+def _indent(line: str) -> int:
+    return len(line) - len(line.lstrip())
+
+
+def parse_docstring(doc: str | None) -> Docstring:
+    """The first paragraph and the parameter descriptions of a Google/NumPy/Sphinx docstring."""
+    lines = inspect.cleandoc(doc or "").splitlines()
+    summary: list[str] = []
+    for line in lines:
+        stripped = line.strip()
+        if not stripped or _GOOGLE_HEADER.match(stripped) or stripped.startswith(":"):
+            break
+        summary.append(stripped)
+    params = _google_params(lines) or _numpy_params(lines) or _sphinx_params(lines)
+    return Docstring(" ".join(summary), params)
+
+
+def _google_params(lines: list[str]) -> dict[str, str]:
+    params: dict[str, str] = {}
+    for start, header in enumerate(lines):
+        if not _GOOGLE_HEADER.match(header.strip()):
+            continue
+        base, entry_indent, current = _indent(header), None, None
+        for line in lines[start + 1 :]:
+            if not line.strip():
+                continue
+            indent = _indent(line)
+            if indent <= base:
+                break
+            entry_indent = indent if entry_indent is None else entry_indent
+            match = _GOOGLE_ENTRY.match(line.strip()) if indent == entry_indent else None
+            if match:
+                current = match.group(1)
+                params[current] = match.group(2).strip()
+            elif current is not None:
+                params[current] = f"{params[current]} {line.strip()}".strip()
+    return params
+
+
+def _numpy_params(lines: list[str]) -> dict[str, str]:
+    params: dict[str, str] = {}
+    for start in range(len(lines) - 1):
+        if lines[start].strip() not in ("Parameters", "Other Parameters") or not _DASHES.match(
+            lines[start + 1]
+        ):
+            continue
+        base, names = _indent(lines[start]), []
+        body = lines[start + 2 :]
+        for offset, line in enumerate(body):
+            if not line.strip():
+                continue
+            if _indent(line) <= base:
+                if offset + 1 < len(body) and _DASHES.match(body[offset + 1]):
+                    break  # the next section
+                names = [n.strip().lstrip("*") for n in line.split(":")[0].split(",") if n.strip()]
+                params.update(dict.fromkeys(names, ""))
+            else:
+                for name in names:
+                    params[name] = f"{params[name]} {line.strip()}".strip()
+    return params
+
+
+def _sphinx_params(lines: list[str]) -> dict[str, str]:
+    params: dict[str, str] = {}
+    for line in lines:
+        match = _SPHINX_PARAM.match(line.strip())
+        if match:
+            params[match.group(1)] = match.group(2).strip()
+    return params
+
+
+# --- the decorator -------------------------------------------------------------------------------
+
+
+def _strip_titles(schema: dict[str, Any]) -> None:
+    """pydantic adds a ``title`` to the root and every property; models never need them."""
+    schema.pop("title", None)
+    for prop in schema.get("properties", {}).values():
+        if isinstance(prop, dict):
+            prop.pop("title", None)
+
+
+def _has_description(annotation: Any) -> bool:
+    if typing.get_origin(annotation) is not Annotated:
+        return False
+    return any(isinstance(m, FieldInfo) and m.description for m in annotation.__metadata__)
+
+
+def _parameters_model(fn: Callable[..., Any], tool_name: str, docs: Docstring) -> type[BaseModel]:
+    hints = typing.get_type_hints(fn, include_extras=True)
+    fields: dict[str, Any] = {}
+    for param in inspect.signature(fn).parameters.values():
+        if param.name in INJECTED_PARAMETERS:
+            continue
+        if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
+            raise TypeError(
+                f"@tool {tool_name}: *args/**kwargs ({param.name}) cannot be described to a model"
+            )
+        annotation = hints.get(param.name, Any)
+        default = ... if param.default is param.empty else param.default
+        description = docs.params.get(param.name)
+        if description and not _has_description(annotation):
+            fields[param.name] = (annotation, Field(default, description=description))
+        else:
+            fields[param.name] = (annotation, default)
+    class_name = "".join(part.capitalize() for part in tool_name.split("_")) + "Params"
+    config = ConfigDict(protected_namespaces=(), json_schema_extra=_strip_titles)
+    model: type[BaseModel] = create_model(class_name, __config__=config, **fields)
+    return model
+
+
+@dataclass(kw_only=True, eq=False)
+class FunctionTool(AgentTool):
+    """An ``AgentTool`` made by ``@tool``; calling it calls the original function."""
+
+    fn: Callable[..., Any] = field(repr=False)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self.fn(*args, **kwargs)
+
+
+def _adapt_update(on_update: AgentToolUpdateCallback | None) -> Callable[[Any], None]:
+    if on_update is None:
+        return lambda _partial: None
+    return lambda partial: on_update(AgentToolResult.of(partial))
+
+
+def _make_execute(fn: Callable[..., Any], model: type[BaseModel]) -> Callable[..., Any]:
+    signature = inspect.signature(fn)
+    exposed = [name for name in signature.parameters if name not in INJECTED_PARAMETERS]
+    injected = [name for name in signature.parameters if name in INJECTED_PARAMETERS]
+    positional = [p.name for p in signature.parameters.values() if p.kind is p.POSITIONAL_ONLY]
+    is_async = _is_async_callable(fn)
+
+    async def execute(
+        tool_call_id: str, params: Any, signal: AbortSignal | None, on_update: AgentToolUpdateCallback | None
+    ) -> AgentToolResult:
+        if isinstance(params, Mapping):  # called directly, not through validation
+            params = model.model_validate(params)
+        kwargs: dict[str, Any] = {name: getattr(params, name) for name in exposed}
+        provided = {"tool_call_id": tool_call_id, "signal": signal, "on_update": _adapt_update(on_update)}
+        kwargs.update((name, provided[name]) for name in injected)
+        args = [kwargs.pop(name) for name in positional]
+        if is_async:
+            value = await fn(*args, **kwargs)
+        else:
+            value = await run_in_worker(fn, *args, **kwargs)
+            if inspect.isawaitable(value):
+                value = await value
+        return AgentToolResult.of(value)
+
+    return execute
+
+
+def _make_tool(
+    fn: Callable[..., Any],
+    name: str | None,
+    label: str | None,
+    description: str | None,
+    execution_mode: ToolExecutionMode | None,
+) -> FunctionTool:
+    tool_name = name or fn.__name__
+    docs = parse_docstring(fn.__doc__)
+    model = _parameters_model(fn, tool_name, docs)
+    made = FunctionTool(
+        name=tool_name,
+        label=label or tool_name,
+        description=docs.summary if description is None else description,
+        parameters=model,
+        execute=_make_execute(fn, model),
+        execution_mode=execution_mode,
+        fn=fn,
+    )
+    made.__wrapped__ = fn  # type: ignore[attr-defined]
+    made.__doc__ = fn.__doc__
+    return made
+
+
+@overload
+def tool(fn: Callable[..., Any], /) -> FunctionTool: ...
+
+
+@overload
+def tool(
+    *,
+    name: str | None = None,
+    label: str | None = None,
+    description: str | None = None,
+    execution_mode: ToolExecutionMode | None = None,
+) -> Callable[[Callable[..., Any]], FunctionTool]: ...
+
+
+def tool(
+    fn: Callable[..., Any] | None = None,
+    /,
+    *,
+    name: str | None = None,
+    label: str | None = None,
+    description: str | None = None,
+    execution_mode: ToolExecutionMode | None = None,
+) -> FunctionTool | Callable[[Callable[..., Any]], FunctionTool]:
+    """Turn a typed function (sync or async) into an ``AgentTool``: ``@tool`` or
+    ``@tool(name=..., label=..., description=..., execution_mode=...)``."""
+    if fn is not None:
+        return _make_tool(fn, name, label, description, execution_mode)
+    return lambda f: _make_tool(f, name, label, description, execution_mode)
