@@ -1,0 +1,115 @@
+"""``%load_ext pi_notebook``: the ``%%pi`` input transformer and everything it registers.
+
+Why a transformer: IPython calls cell magics synchronously, so a ``%%pi`` magic could not
+await the agent, and the kernel handles widget messages (Stop, Approve, steering) during a
+cell only while that cell *awaits* (ipykernel >= 7.4). The transformer rewrites a cell whose
+first token is exactly ``%%pi`` into one top-level ``await`` of
+``pi_notebook.notebook.runner.run_pi(line, body)``, so the cell blocks until the run ends
+(Run All and nbval keep their order) while comms are handled.
+
+Rules: comment lines (and blank lines) may precede ``%%pi``; ``%%pi_sync`` or ``%%pie`` are
+left alone; with autoawait off, or a non-asyncio loop runner, the cell becomes a plain call of
+the registered ``%%pi`` cell magic (the non-interactive fallback). The transform runs on every
+cell, so it does the cheap check first.
+
+Loading also registers ``PiMagics`` (``%%pi`` fallback, ``%pi``), a ``post_run_cell`` hook
+that records cell errors for ``read_cells``, and, on ipykernel >= 7.4, the ``comm_msg``
+status wrapper (``kernel_compat.install_comm_ack``). Loading twice is harmless.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from . import conversations
+from .conversations import Defaults
+from .kernel_compat import get_kernel, install_comm_ack, uninstall_comm_ack
+from .magics import PiMagics, magics_for
+from .tools import error_log_for
+
+_MARKER = "__pi_notebook_transformer__"
+_AWAIT_CALL = (
+    "await __import__('pi_notebook.notebook.runner', fromlist=['run_pi']).run_pi({line!r}, {body!r})\n"
+)
+_SYNC_CALL = "__import__('IPython').get_ipython().run_cell_magic('pi', {line!r}, {body!r})\n"
+
+
+def split_pi_cell(lines: list[str]) -> tuple[str, str] | None:
+    """``(line, body)`` when the first non-comment line's first token is exactly ``%%pi``."""
+    i = 0
+    while i < len(lines):
+        stripped = lines[i].lstrip()
+        if stripped and not stripped.startswith("#"):
+            break
+        i += 1
+    if i == len(lines):
+        return None
+    words = lines[i].split(maxsplit=1)
+    if words[0] != "%%pi":
+        return None
+    return (words[1].strip() if len(words) > 1 else ""), "".join(lines[i + 1 :])
+
+
+def make_transformer(shell: Any) -> Any:
+    """The cleanup transformer for ``shell`` (it needs ``autoawait`` at transform time)."""
+
+    def pi_transformer(lines: list[str]) -> list[str]:
+        found = split_pi_cell(lines)
+        if found is None:
+            return lines
+        line, body = found
+        template = _AWAIT_CALL if can_await(shell) else _SYNC_CALL
+        return [template.format(line=line, body=body)]
+
+    setattr(pi_transformer, _MARKER, True)
+    return pi_transformer
+
+
+def can_await(shell: Any) -> bool:
+    """True when IPython will run a top-level ``await`` cell on an asyncio loop."""
+    if not getattr(shell, "autoawait", False):
+        return False
+    from IPython.core.async_helpers import _asyncio_runner
+
+    return getattr(shell, "loop_runner", None) is _asyncio_runner
+
+
+def _remove_transformers(shell: Any) -> None:
+    shell.input_transformers_cleanup[:] = [
+        t for t in shell.input_transformers_cleanup if not getattr(t, _MARKER, False)
+    ]
+
+
+def load_ipython_extension(shell: Any) -> None:
+    _remove_transformers(shell)
+    shell.input_transformers_cleanup.append(make_transformer(shell))
+    magics = magics_for(shell)
+    if magics.shell is None:
+        magics = PiMagics(shell=shell)
+    shell.register_magics(magics)
+    conversations.defaults_provider = _defaults_from(shell)
+    record = error_log_for(shell).record
+    callbacks = shell.events.callbacks.get("post_run_cell", [])
+    if record not in callbacks:
+        shell.events.register("post_run_cell", record)
+    kernel = get_kernel(shell)
+    if kernel is not None:
+        install_comm_ack(kernel)
+
+
+def unload_ipython_extension(shell: Any) -> None:
+    _remove_transformers(shell)
+    manager = shell.magics_manager
+    manager.magics["cell"].pop("pi", None)
+    manager.magics["line"].pop("pi", None)
+    record = error_log_for(shell).record
+    if record in shell.events.callbacks.get("post_run_cell", []):
+        shell.events.unregister("post_run_cell", record)
+    uninstall_comm_ack(get_kernel(shell))
+
+
+def _defaults_from(shell: Any) -> Any:
+    def defaults() -> Defaults:
+        return magics_for(shell).defaults()
+
+    return defaults

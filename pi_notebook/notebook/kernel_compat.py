@@ -1,0 +1,166 @@
+"""What the running kernel can do, and the one kernel patch ``pi_notebook`` installs.
+
+Owns three decisions (measured in ``reference/jupyter-tech.md``):
+
+* whether widget messages (Stop, Approve, steering) are handled *while* an awaiting cell runs:
+  only ipykernel >= 7.4 dispatches ``comm_msg`` concurrently with a cell holding the shell lock;
+* whether this shell has a kernel at all (a terminal IPython or a bare ``InteractiveShell``
+  has no widget frontend);
+* the guarded ``comm_msg`` wrapper: ipykernel 7.4 publishes no ``status: idle`` for comms it
+  handles concurrently, and the ipywidgets frontend then stops syncing a ``Text`` widget after
+  its first keystroke. The wrapper publishes that status. It is idempotent: wrapping twice
+  made the Text box stop syncing entirely in one measured run.
+
+Nothing here imports ipykernel at module import time; the kernel object comes from the shell.
+"""
+
+from __future__ import annotations
+
+import inspect
+import re
+from collections.abc import Awaitable, Callable
+from importlib import metadata
+from typing import Any
+
+MIN_INTERACTIVE_IPYKERNEL = (7, 4)
+
+_ACK_MARKER = "__pi_notebook_comm_ack__"
+
+
+def parse_version(text: str) -> tuple[int, ...]:
+    """The leading numeric release of a version string: ``"7.4.0rc1"`` -> ``(7, 4, 0)``."""
+    parts: list[int] = []
+    for piece in text.split("."):
+        match = re.match(r"\d+", piece)
+        if match is None:
+            break
+        parts.append(int(match.group()))
+        if match.end() != len(piece):
+            break
+    return tuple(parts)
+
+
+def ipykernel_version() -> tuple[int, ...] | None:
+    try:
+        return parse_version(metadata.version("ipykernel"))
+    except metadata.PackageNotFoundError:
+        return None
+
+
+def get_kernel(shell: Any) -> Any | None:
+    """The ipykernel ``Kernel`` behind ``shell``, or ``None`` (terminal / bare shell)."""
+    kernel = getattr(shell, "kernel", None)
+    if kernel is None or not hasattr(kernel, "shell_handlers"):
+        return None
+    return kernel
+
+
+def comms_during_cell(kernel: Any, version: tuple[int, ...] | None = None) -> bool:
+    """True when ``kernel`` handles widget messages while an awaiting cell runs."""
+    if kernel is None:
+        return False
+    version = ipykernel_version() if version is None else version
+    if version is None or version < MIN_INTERACTIVE_IPYKERNEL:
+        return False
+    lock = getattr(kernel, "_main_asyncio_lock", None)
+    return lock is not None and hasattr(lock, "locked")
+
+
+def inactive_controls_reason(shell: Any, version: tuple[int, ...] | None = None) -> str | None:
+    """One line saying why Stop / Approve / steering cannot work here, or ``None`` if they can."""
+    kernel = get_kernel(shell)
+    if kernel is None:
+        return "Controls inactive: no Jupyter kernel, so there is no widget frontend."
+    version = ipykernel_version() if version is None else version
+    if not comms_during_cell(kernel, version):
+        shown = ".".join(map(str, version)) if version else "unknown"
+        return (
+            f"Controls inactive: ipykernel {shown} handles widget messages only after the cell ends "
+            "(needs ipykernel >= 7.4)."
+        )
+    return None
+
+
+def widgets_available() -> bool:
+    try:
+        import ipywidgets  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def execute_request_content(kernel: Any) -> dict[str, Any] | None:
+    """The content of the ``execute_request`` being handled, if the kernel exposes it."""
+    try:
+        parent = kernel.get_parent("shell")
+    except Exception:  # older kernels: get_parent() takes no channel
+        try:
+            parent = kernel.get_parent()
+        except Exception:
+            return None
+    if not isinstance(parent, dict):
+        return None
+    header = parent.get("header") or {}
+    if header.get("msg_type") != "execute_request":
+        return None
+    content = parent.get("content")
+    return content if isinstance(content, dict) else None
+
+
+# --- the comm_msg status wrapper ------------------------------------------------------------
+
+
+def install_comm_ack(kernel: Any) -> bool:
+    """Publish ``status: idle`` for every ``comm_msg`` handled while a cell runs (idempotent).
+
+    Returns True if the wrapper is in place after the call. Only ipykernel >= 7.4 needs it
+    (older kernels do not handle comms during a cell at all).
+    """
+    if not comms_during_cell(kernel):
+        return False
+    handlers = kernel.shell_handlers
+    current = handlers.get("comm_msg")
+    if current is None:
+        return False
+    if getattr(current, _ACK_MARKER, False):
+        return True
+    original: Callable[..., Any] = current
+    lock = kernel._main_asyncio_lock
+
+    def ack(msg: Any) -> None:
+        # The lock is held by a running cell: the kernel dispatched this comm concurrently
+        # and sends no busy/idle pair, which the widget frontend waits for before its next sync.
+        if lock.locked():
+            kernel._publish_status("idle", "shell", parent=msg)
+
+    def comm_msg_with_ack(stream: Any, ident: Any, msg: Any) -> Any:
+        result = original(stream, ident, msg)
+        if inspect.isawaitable(result):
+            return _ack_after(result, ack, msg)
+        ack(msg)
+        return result
+
+    setattr(comm_msg_with_ack, _ACK_MARKER, True)
+    comm_msg_with_ack.__wrapped__ = original  # type: ignore[attr-defined]
+    handlers["comm_msg"] = comm_msg_with_ack
+    return True
+
+
+def uninstall_comm_ack(kernel: Any) -> None:
+    """Restore the original ``comm_msg`` handler if ours is still the installed one."""
+    if kernel is None:
+        return
+    current = kernel.shell_handlers.get("comm_msg")
+    if current is not None and getattr(current, _ACK_MARKER, False):
+        kernel.shell_handlers["comm_msg"] = current.__wrapped__
+
+
+def comm_ack_installed(kernel: Any) -> bool:
+    current = kernel.shell_handlers.get("comm_msg") if kernel is not None else None
+    return bool(getattr(current, _ACK_MARKER, False))
+
+
+async def _ack_after(result: Awaitable[Any], ack: Callable[[Any], None], msg: Any) -> Any:
+    value = await result
+    ack(msg)
+    return value

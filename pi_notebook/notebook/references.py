@@ -1,0 +1,261 @@
+"""Bounded, secret-safe summaries of kernel values, and the `` $`expr` `` prompt references.
+
+Every summary is capped (characters, items, rows) so a huge object never floods the model's
+context, and computed without importing pandas or numpy: their objects are recognised by
+their type's module and summarised through the already-imported library.
+
+Secrets: a value whose *name* looks like a secret (``KEY``, ``TOKEN``, ``SECRET``,
+``PASSWORD``, ``PASSWD``, ``CREDENTIAL``) is never shown; dict entries under such keys are
+hidden; ``os.environ`` is never read; and text that looks like a well-known API key format
+(``sk-...``, ``ghp_...``, ``AIza...``, ``hf_...``, ``xoxb-...``, ``AKIA...``) is replaced by
+``[REDACTED]`` in everything the notebook tools return.
+
+`` $`expr` `` in a prompt: the expression is evaluated in the user namespace and its summary
+is attached to the user message. Braces are never interpolated, so code in a prompt passes
+through untouched.
+"""
+
+from __future__ import annotations
+
+import inspect
+import os
+import re
+import reprlib
+import sys
+import types
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+MAX_SUMMARY_CHARS = 2_000
+ONE_LINE_CHARS = 100
+
+SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL", re.IGNORECASE)
+SECRET_VALUE = re.compile(
+    r"sk-[A-Za-z0-9_\-]{16,}|gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,}|AIza[0-9A-Za-z_\-]{30,}"
+    r"|hf_[A-Za-z0-9]{20,}|xox[abprs]-[A-Za-z0-9\-]{10,}|AKIA[0-9A-Z]{16}|glpat-[A-Za-z0-9_\-]{20,}"
+)
+REDACTED = "[REDACTED]"
+REFERENCE = re.compile(r"\$`([^`\n]+)`")
+
+_ENVIRON_TYPE = type(os.environ)
+
+
+def looks_secret(name: str) -> bool:
+    return SECRET_NAME.search(name) is not None
+
+
+def redact_text(text: str) -> str:
+    """Replace substrings that look like API keys."""
+    return SECRET_VALUE.sub(REDACTED, text)
+
+
+def truncate(text: str, limit: int) -> str:
+    if len(text) <= limit:
+        return text
+    return text[: max(0, limit - 1)] + "…"
+
+
+def type_name(value: Any) -> str:
+    kind = type(value)
+    module = kind.__module__
+    if module in ("builtins", "__main__"):
+        return kind.__qualname__
+    return f"{module.split('.')[0]}.{kind.__qualname__}"
+
+
+class _SafeRepr(reprlib.Repr):
+    """``reprlib`` with caps, hidden secret-keyed dict values and no ``os.environ``."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.maxlevel, self.maxdict, self.maxlist, self.maxtuple = 3, 12, 12, 12
+        self.maxset, self.maxfrozenset, self.maxdeque = 12, 12, 12
+        self.maxstring, self.maxother, self.maxlong = 120, 160, 60
+
+    def repr_dict(self, x: Mapping[Any, Any], level: int) -> str:
+        if not x:
+            return "{}"
+        if level <= 0:
+            return "{...}"
+        pieces = []
+        for i, (key, value) in enumerate(x.items()):
+            if i >= self.maxdict:
+                pieces.append("...")
+                break
+            shown = "<hidden>" if isinstance(key, str) and looks_secret(key) else self.repr1(value, level - 1)
+            pieces.append(f"{self.repr1(key, level - 1)}: {shown}")
+        return "{" + ", ".join(pieces) + "}"
+
+    def repr_instance(self, x: Any, level: int) -> str:
+        if isinstance(x, _ENVIRON_TYPE):
+            return "<os.environ: values hidden>"
+        if isinstance(x, Mapping):  # OrderedDict, defaultdict, ...: hide secret-keyed values too
+            return f"{type(x).__name__}({self.repr_dict(x, level)})"
+        try:
+            text = repr(x)
+        except Exception as exc:
+            return f"<{type_name(x)}: repr failed: {type(exc).__name__}>"
+        return truncate(text, self.maxother)
+
+
+_repr = _SafeRepr()
+
+
+# Default reprs carry memory addresses ("<Foo object at 0x7f...>"): noise for the model, and they
+# would make the deterministic text/plain of a run differ between two executions.
+_ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
+
+
+def safe_repr(value: Any) -> str:
+    try:
+        return _ADDRESS.sub("", redact_text(_repr.repr(value)))
+    except Exception as exc:  # a broken __repr__ must not break the tool
+        return f"<{type_name(value)}: repr failed: {type(exc).__name__}>"
+
+
+# --- pandas / numpy, recognised without importing them ------------------------------------
+
+
+def _library(value: Any) -> str | None:
+    kind = type(value)
+    root = kind.__module__.split(".")[0]
+    if root == "pandas" and kind.__name__ in ("DataFrame", "Series"):
+        return f"pandas.{kind.__name__}"
+    if root == "numpy" and kind.__name__ == "ndarray":
+        return "numpy.ndarray"
+    return None
+
+
+def _summarize_library(kind: str, value: Any, limit: int) -> str:
+    if kind == "pandas.DataFrame":
+        rows, cols = value.shape
+        dtypes = ", ".join(f"{c}: {t}" for c, t in list(value.dtypes.items())[:30])
+        head = value.head(5).to_string(max_cols=20, max_colwidth=40)
+        return truncate(
+            f"DataFrame with {rows} rows x {cols} columns\ncolumns: {dtypes}\nhead:\n{head}", limit
+        )
+    if kind == "pandas.Series":
+        head = value.head(10).to_string(max_rows=10)
+        return truncate(f"Series {value.name!r}, length {len(value)}, dtype {value.dtype}\n{head}", limit)
+    numpy = sys.modules["numpy"]
+    body = numpy.array2string(value, threshold=40, edgeitems=3, max_line_width=100)
+    return truncate(f"ndarray shape={value.shape} dtype={value.dtype}\n{body}", limit)
+
+
+# --- summaries ---------------------------------------------------------------------------------
+
+
+def _describe_callable(value: Any) -> str:
+    try:
+        signature = str(inspect.signature(value))
+    except (TypeError, ValueError):
+        signature = "(...)"
+    doc = (inspect.getdoc(value) or "").strip().splitlines()
+    first = f" - {doc[0]}" if doc else ""
+    kind = "class" if inspect.isclass(value) else "function"
+    return f"{kind} {getattr(value, '__qualname__', type_name(value))}{signature}{first}"
+
+
+def summarize(value: Any, limit: int = MAX_SUMMARY_CHARS) -> str:
+    """A multi-line, bounded description of ``value`` (type, size, a capped rendering)."""
+    try:
+        text = _summarize(value, limit)
+    except Exception as exc:
+        text = f"{type_name(value)} (summary failed: {type(exc).__name__}: {exc})"
+    return redact_text(truncate(text, limit))
+
+
+def _summarize(value: Any, limit: int) -> str:
+    if isinstance(value, _ENVIRON_TYPE):
+        return f"os.environ with {len(value)} variables (values are never shown)"
+    library = _library(value)
+    if library is not None:
+        return _summarize_library(library, value, limit)
+    if isinstance(value, types.ModuleType):
+        return f"module {value.__name__}"
+    if inspect.isroutine(value) or inspect.isclass(value):
+        return _describe_callable(value)
+    if isinstance(value, str):
+        return f"str, {len(value)} chars: {truncate(repr(value), limit - 30)}"
+    if isinstance(value, bytes | bytearray):
+        return f"{type_name(value)}, {len(value)} bytes: {truncate(repr(value[:200]), 300)}"
+    if isinstance(value, Mapping | list | tuple | set | frozenset):
+        return f"{type_name(value)}, {len(value)} items: {safe_repr(value)}"
+    return f"{type_name(value)}: {safe_repr(value)}"
+
+
+def one_line(value: Any, limit: int = ONE_LINE_CHARS) -> str:
+    """A single-line summary for listings."""
+    try:
+        library = _library(value)
+        if library == "pandas.DataFrame":
+            text = f"{value.shape[0]} rows x {value.shape[1]} columns"
+        elif library == "pandas.Series":
+            text = f"length {len(value)}, dtype {value.dtype}"
+        elif library == "numpy.ndarray":
+            text = f"shape={value.shape} dtype={value.dtype}"
+        elif isinstance(value, _ENVIRON_TYPE):
+            text = "environment (values hidden)"
+        elif inspect.isroutine(value) or inspect.isclass(value):
+            text = _describe_callable(value)
+        elif isinstance(value, Mapping | list | tuple | set | frozenset):
+            text = f"{len(value)} items: {safe_repr(value)}"
+        else:
+            text = safe_repr(value)
+    except Exception as exc:
+        text = f"<summary failed: {type(exc).__name__}>"
+    return redact_text(truncate(" ".join(text.split()), limit))
+
+
+def secret_placeholder(name: str, value: Any) -> str:
+    return f"<hidden: the name {name!r} looks like a secret ({type_name(value)})>"
+
+
+# --- $`expr` references -----------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Reference:
+    expr: str
+    summary: str
+    error: bool = False
+
+
+def find_references(text: str) -> list[str]:
+    """The distinct `` $`expr` `` expressions in ``text``, in order of first use."""
+    seen: dict[str, None] = {}
+    for match in REFERENCE.finditer(text):
+        seen.setdefault(match.group(1).strip(), None)
+    return [expr for expr in seen if expr]
+
+
+def evaluate_reference(expr: str, namespace: dict[str, Any], limit: int = MAX_SUMMARY_CHARS) -> Reference:
+    try:
+        value = eval(expr, namespace)  # the user's own prompt: same trust as a cell
+    except Exception as exc:
+        return Reference(expr, f"{type(exc).__name__}: {exc}", error=True)
+    last_name = re.split(r"[^A-Za-z0-9_]+", expr.strip())[-1] or expr
+    if looks_secret(last_name) or looks_secret(expr):
+        return Reference(expr, secret_placeholder(expr, value))
+    return Reference(expr, summarize(value, limit))
+
+
+def expand_references(
+    text: str, namespace: dict[str, Any], limit: int = MAX_SUMMARY_CHARS
+) -> tuple[str, list[Reference]]:
+    """The prompt with `` $`expr` `` turned into `` `expr` ``, and the evaluated references."""
+    exprs = find_references(text)
+    if not exprs:
+        return text, []
+    refs = [evaluate_reference(expr, namespace, limit) for expr in exprs]
+    return REFERENCE.sub(lambda m: f"`{m.group(1)}`", text), refs
+
+
+def format_references(refs: list[Reference]) -> str:
+    """The text attached to the user message after the prompt."""
+    parts = ["Values referenced from the notebook kernel:"]
+    for ref in refs:
+        label = "evaluation failed" if ref.error else "value"
+        parts.append(f"`{ref.expr}` ({label}):\n```\n{ref.summary}\n```")
+    return "\n\n".join(parts)

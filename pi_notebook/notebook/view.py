@@ -1,0 +1,585 @@
+"""The view model of one ``%%pi`` run: ``ViewState`` and the pure reducer ``AgentEvent -> ViewState``.
+
+This module owns what the notebook output *means*: the prompt, the assistant's text and thinking
+blocks, one card per tool call, injected user messages, the footer (turns, tokens, cost, elapsed
+time, model) and the end state. The adapters that draw it (``render.py`` for static text/HTML,
+``widgets.py`` for live ipywidgets) read a ``ViewState`` and never interpret events themselves.
+
+It imports no widget, IPython or Markdown code, so it is unit-tested on hand-built event
+sequences and can run in any process.
+
+Speed: ``reduce`` runs once per streamed token, so it mutates the state in place and does
+O(len(delta)) work per event: streamed text is kept as a list of chunks and joined only when a
+renderer reads it. Every mutation bumps the item's ``rev`` and the state's ``rev``, which lets
+the live adapter redraw only what changed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Literal, TypeAlias, TypeVar
+
+from ..agent.types import (
+    AgentEndEvent,
+    AgentEvent,
+    AgentToolResult,
+    MessageEndEvent,
+    MessageStartEvent,
+    MessageUpdateEvent,
+    ToolExecutionEndEvent,
+    ToolExecutionStartEvent,
+    ToolExecutionUpdateEvent,
+)
+from ..ai.events import AssistantMessageEvent
+
+__all__ = [
+    "FINAL_STATUSES",
+    "NOT_EXECUTED",
+    "Footer",
+    "Item",
+    "QueuedMessage",
+    "TextBlock",
+    "ThinkingBlock",
+    "ToolCard",
+    "ToolStatus",
+    "UserItem",
+    "ViewState",
+    "content_to_text",
+    "mark_approval",
+    "mark_queued",
+    "reduce",
+    "set_elapsed",
+    "set_notice",
+]
+
+ToolStatus: TypeAlias = Literal["streaming", "pending_approval", "running", "done", "error", "denied"]
+FINAL_STATUSES: frozenset[str] = frozenset({"done", "error", "denied"})
+UserOrigin: TypeAlias = Literal["prompt", "steer", "follow_up", "injected"]
+QueueKind: TypeAlias = Literal["steer", "follow_up"]
+
+NOT_EXECUTED = "not executed: the run ended first"
+
+
+class _Streamed:
+    """Text that arrives in pieces. Appending is O(len(piece)); ``text`` joins lazily and caches,
+    so a renderer reading it 20 times a second pays one join per frame, not one per token."""
+
+    __slots__ = ("_parts", "done", "rev")
+
+    def __init__(self, text: str = "", *, done: bool = False) -> None:
+        self._parts: list[str] = [text] if text else []
+        self.done = done
+        self.rev = 0
+
+    @property
+    def text(self) -> str:
+        parts = self._parts
+        if len(parts) > 1:
+            joined = "".join(parts)
+            self._parts = [joined]
+            return joined
+        return parts[0] if parts else ""
+
+    def append(self, piece: str) -> None:
+        self._parts.append(piece)
+        self.rev += 1
+
+    def set(self, text: str) -> None:
+        self._parts = [text] if text else []
+        self.rev += 1
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(text={self.text!r}, done={self.done})"
+
+
+class TextBlock(_Streamed):
+    """Assistant text, as Markdown source."""
+
+    __slots__ = ()
+    kind: Literal["text"] = "text"
+
+
+class ThinkingBlock(_Streamed):
+    """Model reasoning (shown collapsed). ``redacted`` means the text is a placeholder."""
+
+    __slots__ = ("redacted",)
+    kind: Literal["thinking"] = "thinking"
+
+    def __init__(self, text: str = "", *, done: bool = False, redacted: bool = False) -> None:
+        super().__init__(text, done=done)
+        self.redacted = redacted
+
+
+@dataclass(eq=False)
+class ToolCard:
+    """One tool call, from its first streamed argument byte to its result.
+
+    ``content`` is what the model saw (the result's text blocks); ``details`` is what it did not
+    (the result's ``details``, for the user only). ``args`` is the final argument object once the
+    call is complete; until then ``args_text`` holds the raw JSON streamed so far."""
+
+    tool_call_id: str
+    name: str
+    status: ToolStatus = "streaming"
+    args: Any = None
+    progress: str = ""
+    content: str = ""
+    details: Any = None
+    is_error: bool = False
+    rev: int = 0
+    kind: Literal["tool"] = field(default="tool", init=False)
+    _args_parts: list[str] = field(default_factory=list, repr=False)
+
+    @property
+    def args_text(self) -> str:
+        parts = self._args_parts
+        if len(parts) > 1:
+            self._args_parts = ["".join(parts)]
+        return self._args_parts[0] if self._args_parts else ""
+
+    def append_args(self, piece: str) -> None:
+        self._args_parts.append(piece)
+        self.rev += 1
+
+
+@dataclass(eq=False)
+class UserItem:
+    """A user message injected during the run: steering or a follow-up (the prompt itself is
+    ``ViewState.prompt``). ``origin`` is known when the message was queued through this view."""
+
+    text: str
+    origin: UserOrigin = "injected"
+    rev: int = 0
+    kind: Literal["user"] = field(default="user", init=False)
+
+
+Item: TypeAlias = TextBlock | ThinkingBlock | ToolCard | UserItem
+
+
+@dataclass
+class Footer:
+    turns: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+    cost: float = 0.0
+    """USD, summed over the run's assistant messages."""
+    elapsed: float = 0.0
+    """Seconds. Set by the live adapter from its clock; otherwise derived from message timestamps."""
+    model: str = ""
+
+
+@dataclass
+class QueuedMessage:
+    kind: QueueKind
+    text: str
+
+
+@dataclass(eq=False)
+class ViewState:
+    prompt: str = ""
+    items: list[Item] = field(default_factory=list)
+    footer: Footer = field(default_factory=Footer)
+    stop_reason: str | None = None
+    error_message: str | None = None
+    notice: str = ""
+    finished: bool = False
+    queued: list[QueuedMessage] = field(default_factory=list)
+    """Messages sent through this view's Send/Queue that the agent has not injected yet."""
+    rev: int = 0
+    # Bookkeeping of the reducer, not part of what is drawn.
+    _blocks: dict[int, Item] = field(default_factory=dict, repr=False)
+    _cards: dict[str, ToolCard] = field(default_factory=dict, repr=False)
+    _prompt_seen: bool = field(default=False, repr=False)
+    _first_ts: int | None = field(default=None, repr=False)
+    _last_ts: int | None = field(default=None, repr=False)
+    _clock_elapsed: bool = field(default=False, repr=False)
+
+    def tool_card(self, tool_call_id: str) -> ToolCard | None:
+        return self._cards.get(tool_call_id)
+
+
+# --- helpers -------------------------------------------------------------------------------
+
+
+def content_to_text(content: Any) -> str:
+    """The text of a message or tool-result content list; images become ``[image: mime]``."""
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    pieces: list[str] = []
+    for block in content:
+        kind = getattr(block, "type", None)
+        if kind == "text":
+            pieces.append(block.text)
+        elif kind == "image":
+            pieces.append(f"[image: {getattr(block, 'mime_type', 'image')}]")
+    return "\n".join(pieces)
+
+
+def _touch(state: ViewState, item: Item) -> None:
+    item.rev += 1
+    state.rev += 1
+
+
+def _add(state: ViewState, item: Item) -> None:
+    state.items.append(item)
+    state.rev += 1
+
+
+def _card(state: ViewState, tool_call_id: str, name: str) -> ToolCard:
+    card = state._cards.get(tool_call_id)
+    if card is None:
+        card = ToolCard(tool_call_id=tool_call_id, name=name)
+        state._cards[tool_call_id] = card
+        _add(state, card)
+    elif name and not card.name:
+        card.name = name
+    return card
+
+
+def _partial_block(event: Any) -> Any:
+    try:
+        return event.partial.content[event.content_index]
+    except (AttributeError, IndexError, TypeError):
+        return None
+
+
+def _stamp(state: ViewState, message: Any) -> None:
+    ts = getattr(message, "timestamp", None)
+    if isinstance(ts, int):
+        if state._first_ts is None:
+            state._first_ts = ts
+        state._last_ts = ts
+
+
+# --- assistant block events (message_update) ---------------------------------------------------
+
+
+_B = TypeVar("_B", TextBlock, ThinkingBlock)
+
+
+def _streamed(state: ViewState, event: Any, cls: type[_B]) -> _B:
+    item = state._blocks.get(event.content_index)
+    if isinstance(item, cls):
+        return item
+    block = cls()
+    state._blocks[event.content_index] = block
+    _add(state, block)
+    return block
+
+
+def _on_text_start(state: ViewState, event: Any) -> None:
+    _streamed(state, event, TextBlock)
+
+
+def _on_thinking_start(state: ViewState, event: Any) -> None:
+    _streamed(state, event, ThinkingBlock)
+
+
+def _on_delta(cls: type[_B]) -> Callable[[ViewState, Any], None]:
+    def handler(state: ViewState, event: Any) -> None:
+        _streamed(state, event, cls).append(event.delta)
+        state.rev += 1
+
+    return handler
+
+
+def _on_block_end(cls: type[_B]) -> Callable[[ViewState, Any], None]:
+    def handler(state: ViewState, event: Any) -> None:
+        item = _streamed(state, event, cls)
+        if item.text != event.content:
+            item.set(event.content)
+        if isinstance(item, ThinkingBlock):
+            item.redacted = bool(getattr(_partial_block(event), "redacted", False))
+        item.done = True
+        _touch(state, item)
+
+    return handler
+
+
+def _on_toolcall_start(state: ViewState, event: Any) -> None:
+    block = _partial_block(event)
+    call_id = str(getattr(block, "id", "") or "")
+    name = str(getattr(block, "name", "") or "")
+    card = _card(state, call_id, name) if call_id else None
+    if card is None:
+        card = ToolCard(tool_call_id="", name=name)
+        _add(state, card)
+    state._blocks[event.content_index] = card
+
+
+def _streaming_card(state: ViewState, event: Any) -> ToolCard:
+    item = state._blocks.get(event.content_index)
+    if isinstance(item, ToolCard):
+        return item
+    _on_toolcall_start(state, event)
+    card = state._blocks[event.content_index]
+    assert isinstance(card, ToolCard)
+    return card
+
+
+def _adopt_identity(state: ViewState, card: ToolCard, call_id: str, name: str) -> None:
+    """Providers may reveal the id or name after ``toolcall_start``; register them when they do."""
+    if call_id and not card.tool_call_id:
+        card.tool_call_id = call_id
+        state._cards.setdefault(call_id, card)
+    if name and not card.name:
+        card.name = name
+
+
+def _on_toolcall_delta(state: ViewState, event: Any) -> None:
+    card = _streaming_card(state, event)
+    if not card.tool_call_id or not card.name:
+        block = _partial_block(event)
+        call_id, name = getattr(block, "id", "") or "", getattr(block, "name", "") or ""
+        _adopt_identity(state, card, str(call_id), str(name))
+    card.append_args(event.delta)
+    state.rev += 1
+
+
+def _on_toolcall_end(state: ViewState, event: Any) -> None:
+    card = _streaming_card(state, event)
+    call = event.tool_call
+    _adopt_identity(state, card, call.id, call.name)
+    card.args = call.arguments
+    _touch(state, card)
+
+
+_BLOCK_HANDLERS: dict[str, Callable[[ViewState, Any], None]] = {
+    "text_start": _on_text_start,
+    "text_delta": _on_delta(TextBlock),
+    "text_end": _on_block_end(TextBlock),
+    "thinking_start": _on_thinking_start,
+    "thinking_delta": _on_delta(ThinkingBlock),
+    "thinking_end": _on_block_end(ThinkingBlock),
+    "toolcall_start": _on_toolcall_start,
+    "toolcall_delta": _on_toolcall_delta,
+    "toolcall_end": _on_toolcall_end,
+}
+
+
+def _on_message_update(state: ViewState, event: MessageUpdateEvent) -> None:
+    inner: AssistantMessageEvent = event.assistant_message_event
+    handler = _BLOCK_HANDLERS.get(inner.type)
+    if handler is not None:
+        handler(state, inner)
+
+
+# --- whole messages -------------------------------------------------------------------------
+
+
+def _on_message_start(state: ViewState, event: MessageStartEvent) -> None:
+    if getattr(event.message, "role", None) == "assistant":
+        state._blocks = {}
+
+
+def _reconcile_block(state: ViewState, index: int, block: Any) -> None:
+    """Make the view match the final message, which is authoritative: it also covers
+    providers that stream nothing and error messages that arrive without a ``start``."""
+    item = state._blocks.get(index)
+    kind = getattr(block, "type", None)
+    if kind in ("text", "thinking"):
+        text = block.text if kind == "text" else block.thinking
+        cls = TextBlock if kind == "text" else ThinkingBlock
+        if not isinstance(item, cls):
+            if not text:
+                return
+            item = cls()
+            state._blocks[index] = item
+            _add(state, item)
+        if item.text != text:
+            item.set(text)
+        if isinstance(item, ThinkingBlock):
+            item.redacted = bool(getattr(block, "redacted", False))
+        item.done = True
+        _touch(state, item)
+    elif kind == "toolCall":
+        card = item if isinstance(item, ToolCard) else _card(state, block.id, block.name)
+        _adopt_identity(state, card, block.id, block.name)
+        if card.args is None:
+            card.args = block.arguments
+        _touch(state, card)
+
+
+def _end_assistant(state: ViewState, message: Any) -> None:
+    for index, block in enumerate(getattr(message, "content", None) or ()):
+        _reconcile_block(state, index, block)
+    usage = getattr(message, "usage", None)
+    footer = state.footer
+    if usage is not None:
+        footer.input_tokens += usage.input
+        footer.output_tokens += usage.output
+        footer.cache_read_tokens += usage.cache_read
+        footer.cache_write_tokens += usage.cache_write
+        footer.cost += usage.cost.total
+    footer.model = getattr(message, "response_model", None) or getattr(message, "model", "") or footer.model
+    state.stop_reason = getattr(message, "stop_reason", None)
+    state.error_message = getattr(message, "error_message", None)
+    state._blocks = {}
+
+
+def _end_user(state: ViewState, message: Any) -> None:
+    text = content_to_text(getattr(message, "content", ""))
+    if not state._prompt_seen:
+        # The run's first user message is the prompt (Pi emits it before any assistant
+        # message); the text the runtime passed, if any, stays what is shown.
+        state._prompt_seen = True
+        if not state.prompt:
+            state.prompt = text
+        state.rev += 1
+        return
+    origin: UserOrigin = "injected"
+    for i, queued in enumerate(state.queued):
+        if queued.text == text:
+            origin = queued.kind
+            del state.queued[i]
+            break
+    _add(state, UserItem(text=text, origin=origin))
+
+
+def _end_tool_result(state: ViewState, message: Any) -> None:
+    card = _card(state, message.tool_call_id, message.tool_name)
+    if card.status in ("done", "error") or (card.status == "denied" and card.content):
+        return  # tool_execution_end already filled it in; this message repeats it
+    _finish_card(card, message.content, message.details, message.is_error)
+    _touch(state, card)
+
+
+def _on_message_end(state: ViewState, event: MessageEndEvent) -> None:
+    message = event.message
+    _stamp(state, message)
+    role = getattr(message, "role", None)
+    if role == "assistant":
+        _end_assistant(state, message)
+    elif role == "user":
+        _end_user(state, message)
+    elif role == "toolResult":
+        _end_tool_result(state, message)
+
+
+# --- tool execution -------------------------------------------------------------------------
+
+
+def _finish_card(card: ToolCard, content: Any, details: Any, is_error: bool) -> None:
+    card.content = content_to_text(content)
+    card.details = details
+    card.is_error = is_error
+    card.progress = ""
+    if card.status != "denied":
+        card.status = "error" if is_error else "done"
+
+
+def _on_tool_start(state: ViewState, event: ToolExecutionStartEvent) -> None:
+    card = _card(state, event.tool_call_id, event.tool_name)
+    if card.args is None:
+        card.args = event.args
+    if card.status == "streaming":
+        card.status = "running"
+    _touch(state, card)
+
+
+def _on_tool_update(state: ViewState, event: ToolExecutionUpdateEvent) -> None:
+    card = _card(state, event.tool_call_id, event.tool_name)
+    result: AgentToolResult = event.partial_result
+    card.progress = content_to_text(getattr(result, "content", None))
+    _touch(state, card)
+
+
+def _on_tool_end(state: ViewState, event: ToolExecutionEndEvent) -> None:
+    card = _card(state, event.tool_call_id, event.tool_name)
+    result = event.result
+    _finish_card(card, getattr(result, "content", None), getattr(result, "details", None), event.is_error)
+    _touch(state, card)
+
+
+# --- run boundaries -------------------------------------------------------------------------
+
+
+def _on_turn_start(state: ViewState, event: Any) -> None:
+    state.footer.turns += 1
+    state.rev += 1
+
+
+def _on_agent_end(state: ViewState, event: AgentEndEvent) -> None:
+    for item in state.items:
+        if isinstance(item, ToolCard) and item.status not in FINAL_STATUSES:
+            # A call that never ran (aborted while streaming or awaiting approval) must not
+            # look live in the frozen output.
+            item.status = "denied" if item.status == "pending_approval" else "error"
+            if not item.content:
+                item.progress = NOT_EXECUTED
+            _touch(state, item)
+        elif isinstance(item, _Streamed) and not item.done:
+            item.done = True
+            _touch(state, item)
+    if not state._clock_elapsed and state._first_ts is not None and state._last_ts is not None:
+        state.footer.elapsed = max(0.0, (state._last_ts - state._first_ts) / 1000)
+    state._blocks = {}
+    state.finished = True
+    state.rev += 1
+
+
+def _ignore(state: ViewState, event: Any) -> None:
+    return None
+
+
+_HANDLERS: dict[str, Callable[[ViewState, Any], None]] = {
+    "agent_start": _ignore,
+    "agent_end": _on_agent_end,
+    "turn_start": _on_turn_start,
+    "turn_end": _ignore,
+    "message_start": _on_message_start,
+    "message_update": _on_message_update,
+    "message_end": _on_message_end,
+    "tool_execution_start": _on_tool_start,
+    "tool_execution_update": _on_tool_update,
+    "tool_execution_end": _on_tool_end,
+}
+
+
+def reduce(state: ViewState, event: AgentEvent) -> ViewState:
+    """Apply one agent event. Mutates ``state`` in place and returns it (the same object):
+    copying a transcript per token would make the hot path O(total text). Unknown event
+    types are ignored, so a newer agent cannot break an older view."""
+    handler = _HANDLERS.get(event.type)
+    if handler is not None:
+        handler(state, event)
+    return state
+
+
+# --- changes that do not come from agent events ------------------------------------------------
+
+
+def mark_approval(state: ViewState, tool_call_id: str, status: ToolStatus) -> ViewState:
+    """Set a tool card's status from the approval flow (``pending_approval``, then ``running`` or
+    ``denied``). A card that does not exist yet is created, so a prompt is never lost."""
+    card = _card(state, tool_call_id, "")
+    card.status = status
+    _touch(state, card)
+    return state
+
+
+def mark_queued(state: ViewState, kind: QueueKind, text: str) -> ViewState:
+    """Record a steering or follow-up message typed into this view; it is shown as queued until
+    the agent injects it, and the injected message is then labelled with its kind."""
+    state.queued.append(QueuedMessage(kind=kind, text=text))
+    state.rev += 1
+    return state
+
+
+def set_notice(state: ViewState, text: str) -> ViewState:
+    state.notice = text
+    state.rev += 1
+    return state
+
+
+def set_elapsed(state: ViewState, seconds: float) -> ViewState:
+    """Elapsed wall time from the caller's clock; takes precedence over message timestamps."""
+    state.footer.elapsed = seconds
+    state._clock_elapsed = True
+    state.rev += 1
+    return state

@@ -1,0 +1,344 @@
+"""The live view of a ``%%pi`` run: ``LiveView`` turns agent events into an ipywidgets tree that
+updates while the cell runs, with Stop, Approve / Deny and steering controls.
+
+It owns *when* to draw. Every event goes through the pure reducer (``view.reduce``); widget
+updates are coalesced to at most ``max_rate_hz`` per second whatever the token rate, and
+flushed at once on block ends, tool start/end, message and turn ends and ``agent_end``, so the
+transcript never lags behind a structural change. A timer on the running loop draws the last
+few tokens when a stream pauses between frames. Per-item widgets live in ``widgets_cards``.
+
+Button callbacks run on the kernel's event loop (ipykernel >= 7.4 handles comms while an
+awaiting cell runs); everything here must be called from that loop's thread.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import math
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import ipywidgets as W
+
+from ..agent.types import AgentEvent
+from . import render
+from .view import (
+    FINAL_STATUSES,
+    TextBlock,
+    ThinkingBlock,
+    ToolCard,
+    ViewState,
+    mark_approval,
+    mark_queued,
+    reduce,
+    set_elapsed,
+    set_notice,
+)
+from .widgets_cards import Part, TextPart, ThinkingPart, ToolCardPart, UserPart, set_value
+
+__all__ = ["LiveView", "ViewControls"]
+
+log = logging.getLogger(__name__)
+
+STEER_PLACEHOLDER = "Steer the agent"
+NOTICE_NOT_INTERACTIVE = (
+    "Buttons are inactive in this run: nothing can answer a click while the cell runs, "
+    "so approvals follow the non-interactive policy."
+)
+NOTICE_NO_CONTROLS = "Stop and steering are not available in this run."
+
+_FLUSH_EVENTS = frozenset(
+    {"message_end", "tool_execution_start", "tool_execution_end", "turn_end", "agent_end"}
+)
+_FLUSH_BLOCK_EVENTS = frozenset({"text_end", "thinking_end", "toolcall_end"})
+
+
+@dataclass
+class ViewControls:
+    """What the view's buttons do; the runtime wires them to the agent."""
+
+    on_stop: Callable[[], None]
+    on_steer: Callable[[str], None]
+    """The "Send" button: ``agent.steer`` (injected after the current turn)."""
+    on_follow_up: Callable[[str], None]
+    """The "Queue" button: ``agent.follow_up`` (run when the agent would stop)."""
+
+
+class _ViewBox(W.VBox):  # type: ignore[misc]
+    """The root box. Its text repr is what nbval compares for a widget display, so it must
+    not contain widget values that differ between runs."""
+
+    def __repr__(self) -> str:
+        return "pi_notebook live view"
+
+
+def _is_flush_point(event: AgentEvent) -> bool:
+    kind = event.type
+    if kind == "message_update":
+        return event.assistant_message_event.type in _FLUSH_BLOCK_EVENTS  # type: ignore[union-attr]
+    return kind in _FLUSH_EVENTS
+
+
+class LiveView:
+    """Live ipywidgets output of one agent run.
+
+    ``handle`` is the agent listener; ``request_approval`` is awaited by the approval hook;
+    ``close`` freezes the controls at the end, after which ``static_bundle`` is what replaces
+    the widget in the saved notebook."""
+
+    def __init__(
+        self,
+        prompt: str,
+        *,
+        controls: ViewControls | None = None,
+        interactive: bool = True,
+        notice: str | None = None,
+        max_rate_hz: float = 20.0,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.state = ViewState(prompt=prompt)
+        self.closed = False
+        self._controls = controls if interactive else None
+        self._interactive = interactive
+        self._clock = clock
+        self._interval = 1.0 / max_rate_hz if max_rate_hz > 0 else 0.0
+        self._started = clock()
+        self._last_flush = -math.inf
+        self._pending = False
+        self._timer: asyncio.TimerHandle | None = None
+        self._approvals: dict[str, asyncio.Future[bool]] = {}
+        self._parts: list[Part] = []
+        self._drawn: list[int] = []
+        if notice is None and not interactive:
+            notice = NOTICE_NOT_INTERACTIVE
+        elif notice is None and controls is None:
+            notice = NOTICE_NO_CONTROLS
+        if notice:
+            set_notice(self.state, notice)
+        self._build()
+        self.flush()
+
+    # --- widget tree -------------------------------------------------------------------------
+
+    def _build(self) -> None:
+        self._prompt = W.HTML(render.prompt_html(self.state.prompt))
+        self._transcript = W.VBox()
+        self._transcript.add_class("pi-transcript")
+        self._queued = W.HTML()
+        self._error = W.HTML()
+        self._notice = W.HTML()
+        self._footer = W.HTML()
+        self._footer.add_class("pi-footer")
+        children: list[W.Widget] = [self._prompt, self._transcript, self._queued, self._error, self._notice]
+        self.stop_button: W.Button | None = None
+        self.steer_text: W.Text | None = None
+        self.send_button: W.Button | None = None
+        self.queue_button: W.Button | None = None
+        if self._controls is not None:
+            children.append(self._build_controls())
+        children.append(self._footer)
+        layout = W.Layout(border_left="3px solid #8b7cf6", padding="2px 0 2px 10px", margin="4px 0")
+        self.widget = _ViewBox(children, layout=layout)
+        self.widget.add_class("pi-view")
+
+    def _build_controls(self) -> W.HBox:
+        self.stop_button = W.Button(description="Stop", button_style="warning", icon="stop")
+        text_layout = W.Layout(flex="1 1 auto", width="auto")
+        self.steer_text = W.Text(placeholder=STEER_PLACEHOLDER, layout=text_layout)
+        self.send_button = W.Button(description="Send", tooltip="Steer: inject after the current turn")
+        self.queue_button = W.Button(description="Queue", tooltip="Follow up: run when the agent would stop")
+        self.stop_button.on_click(lambda _b: self._on_stop())
+        self.send_button.on_click(lambda _b: self._on_message("steer"))
+        self.queue_button.on_click(lambda _b: self._on_message("follow_up"))
+        row = W.HBox([self.stop_button, self.steer_text, self.send_button, self.queue_button])
+        row.add_class("pi-controls")
+        return row
+
+    def _make_part(self, item: Any) -> Part:
+        if isinstance(item, TextBlock):
+            return TextPart()
+        if isinstance(item, ThinkingBlock):
+            return ThinkingPart()
+        if isinstance(item, ToolCard):
+            return ToolCardPart(self.resolve_approval)
+        return UserPart()
+
+    # --- events and drawing ------------------------------------------------------------------
+
+    def handle(self, event: AgentEvent) -> None:
+        """Reduce ``event`` and redraw, coalesced. Never raises: a drawing bug must not end the
+        agent run (listener errors abort it), so it is logged and shown in the notice."""
+        try:
+            reduce(self.state, event)
+            if self.closed:
+                return
+            if _is_flush_point(event) or self._clock() - self._last_flush >= self._interval:
+                self.flush()
+            else:
+                self._pending = True
+                self._arm_timer()
+        except Exception as exc:
+            log.exception("pi_notebook view failed on %s", getattr(event, "type", event))
+            self._report(exc)
+
+    def flush(self) -> None:
+        """Draw the current state now (only the widgets whose content changed)."""
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        self._pending = False
+        self._last_flush = now = self._clock()
+        if not self.closed:
+            set_elapsed(self.state, now - self._started)
+        self._draw()
+
+    def _draw(self) -> None:
+        state, parts, drawn = self.state, self._parts, self._drawn
+        items = state.items
+        grew = len(parts) < len(items)
+        for item in items[len(parts) :]:
+            parts.append(self._make_part(item))
+            drawn.append(-1)
+        for i, item in enumerate(items):
+            if item.rev != drawn[i]:
+                parts[i].draw(item)  # type: ignore[arg-type]
+                drawn[i] = item.rev
+        if grew:
+            self._transcript.children = tuple(part.widget for part in parts)
+        set_value(self._queued, render.line_html("pi-queued", render.queued_text(state)))
+        set_value(self._error, render.line_html("pi-error", render.end_text(state)))
+        set_value(self._notice, render.line_html("pi-notice", state.notice))
+        set_value(self._footer, render.footer_html(state.footer))
+
+    def _arm_timer(self) -> None:
+        if self._timer is not None:
+            return
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            return  # no loop (plain scripts, tests): the next event or flush() draws
+        delay = max(0.0, self._interval - (self._clock() - self._last_flush))
+        self._timer = loop.call_later(delay, self._on_timer)
+
+    def _on_timer(self) -> None:
+        self._timer = None
+        if self._pending and not self.closed:
+            try:
+                self.flush()
+            except Exception as exc:
+                log.exception("pi_notebook view failed to redraw")
+                self._report(exc)
+
+    def _report(self, exc: Exception) -> None:
+        try:
+            set_notice(self.state, f"The live view failed to draw ({type(exc).__name__}: {exc}).")
+            set_value(self._notice, render.line_html("pi-notice", self.state.notice))
+        except Exception:
+            log.exception("pi_notebook view could not report its failure")
+
+    def set_notice(self, text: str) -> None:
+        set_notice(self.state, text)
+        self.flush()
+
+    # --- approvals ---------------------------------------------------------------------------
+
+    def request_approval(self, tool_call_id: str) -> asyncio.Future[bool]:
+        """Show Approve / Deny on the tool card; the returned future resolves with the click
+        (``True`` = approve). Without an interactive frontend, or after ``close``, nobody can
+        click, so it resolves ``False`` at once instead of hanging the cell."""
+        future: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
+        if not self._interactive or self.closed:
+            future.set_result(False)
+            mark_approval(self.state, tool_call_id, "denied")
+            self._note_auto_denied(tool_call_id)
+            self.flush()
+            return future
+        previous = self._approvals.get(tool_call_id)
+        if previous is not None and not previous.done():
+            return previous
+        self._approvals[tool_call_id] = future
+        mark_approval(self.state, tool_call_id, "pending_approval")
+        self.flush()
+        return future
+
+    def resolve_approval(self, tool_call_id: str, approved: bool) -> None:
+        """Answer an approval (a click, or a policy decision); the card shows the outcome."""
+        future = self._approvals.pop(tool_call_id, None)
+        if future is not None and not future.done():
+            future.set_result(approved)
+        card = self.state.tool_card(tool_call_id)
+        if card is None or card.status not in FINAL_STATUSES:
+            mark_approval(self.state, tool_call_id, "running" if approved else "denied")
+        if not self.closed:
+            self.flush()
+
+    def _note_auto_denied(self, tool_call_id: str) -> None:
+        card = self.state.tool_card(tool_call_id)
+        name = card.name if card is not None and card.name else "a tool"
+        line = f"Denied {name} automatically: no one can approve it in this run."
+        notice = self.state.notice
+        if line not in notice:
+            set_notice(self.state, f"{notice}\n{line}" if notice else line)
+
+    def _deny_pending(self) -> None:
+        for tool_call_id in list(self._approvals):
+            self.resolve_approval(tool_call_id, False)
+
+    # --- controls ----------------------------------------------------------------------------
+
+    def _on_stop(self) -> None:
+        if self.closed or self._controls is None:
+            return
+        # A card waiting for a click would otherwise keep the run alive after Stop.
+        self._deny_pending()
+        if self.stop_button is not None:
+            self.stop_button.disabled = True
+        set_notice(self.state, "Stopping…")
+        self._controls.on_stop()
+        self.flush()
+
+    def _on_message(self, kind: str) -> None:
+        box, controls = self.steer_text, self._controls
+        if self.closed or box is None or controls is None:
+            return
+        text = box.value
+        if not text.strip():
+            return
+        try:
+            (controls.on_steer if kind == "steer" else controls.on_follow_up)(text)
+        except Exception as exc:  # e.g. the run already ended: keep the text, say why
+            set_notice(self.state, f"Could not send the message: {exc}")
+            self.flush()
+            return
+        box.value = ""
+        mark_queued(self.state, "steer" if kind == "steer" else "follow_up", text)
+        self.flush()
+
+    def close(self) -> None:
+        """Final flush, then disable every control; idempotent."""
+        if self.closed:
+            return
+        self._deny_pending()
+        self.flush()
+        self.closed = True
+        for widget in (self.stop_button, self.steer_text, self.send_button, self.queue_button):
+            if widget is not None:
+                widget.disabled = True
+        for part in self._parts:
+            part.disable()
+
+    def static_bundle(self) -> dict[str, str]:
+        """The frozen output (``text/plain`` + ``text/html``) of the current state."""
+        return render.static_bundle(self.state)
+
+    # --- introspection for the runtime and tests ---------------------------------------------
+
+    @property
+    def pending_approvals(self) -> list[str]:
+        return [key for key, future in self._approvals.items() if not future.done()]
+
+    def parts(self) -> list[Part]:
+        return list(self._parts)

@@ -1,0 +1,160 @@
+"""JupyterLab for the browser test: a server on 127.0.0.1 with a temp root dir, a token, isolated
+Jupyter/IPython dirs, no news or update checks, and its own kernelspec for this venv's Python.
+
+Browser pitfalls it avoids (reference/jupyter-tech.md section 4): the news toast (its button
+opens an external tab), restored workspaces, and the PyPI-backed extension manager.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+KERNEL_NAME = "pi-notebook-browser"
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+    "--disable-quic",
+]
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+class Lab:
+    """``with Lab(root) as lab:`` starts the server and stops it (and its kernels) at the end."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.notebooks = root / "nb"
+        self.token = secrets.token_hex(16)
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    def _env(self) -> dict[str, str]:
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("PI_NOTEBOOK_", "JPY_", "JUPYTER"))}
+        dirs = {
+            "JUPYTER_CONFIG_DIR": "config",
+            "JUPYTER_DATA_DIR": "data",
+            "JUPYTER_RUNTIME_DIR": "runtime",
+            "IPYTHONDIR": "ipython",
+            "JUPYTERLAB_SETTINGS_DIR": "settings",
+            "JUPYTERLAB_WORKSPACES_DIR": "workspaces",
+        }
+        env.update({name: str(self.root / sub) for name, sub in dirs.items()})
+        return env
+
+    def _write_settings(self, env: dict[str, str]) -> None:
+        notify = Path(env["JUPYTERLAB_SETTINGS_DIR"]) / "@jupyterlab" / "apputils-extension"
+        notify.mkdir(parents=True, exist_ok=True)
+        (notify / "notification.jupyterlab-settings").write_text(
+            json.dumps({"fetchNews": "false", "checkForUpdates": False})
+        )
+        spec = Path(env["JUPYTER_DATA_DIR"]) / "kernels" / KERNEL_NAME
+        spec.mkdir(parents=True, exist_ok=True)
+        (spec / "kernel.json").write_text(
+            json.dumps(
+                {
+                    "argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+                    "display_name": "pi_notebook (browser test)",
+                    "language": "python",
+                }
+            )
+        )
+
+    def __enter__(self) -> Lab:
+        self.notebooks.mkdir(parents=True, exist_ok=True)
+        env = self._env()
+        self._write_settings(env)
+        cmd = [
+            sys.executable,
+            "-m",
+            "jupyterlab",
+            "--no-browser",
+            "--ServerApp.open_browser=False",
+            f"--port={self.port}",
+            "--ip=127.0.0.1",
+            f"--IdentityProvider.token={self.token}",
+            f"--ServerApp.root_dir={self.notebooks}",
+            "--allow-root",
+            "--LabApp.extension_manager=readonly",
+            "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
+            "--LabApp.news_url=None",
+        ]
+        log = (self.root / "lab.log").open("wb")
+        self.proc = subprocess.Popen(
+            cmd, env=env, cwd=self.root, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+        )
+        self._wait_up(60)
+        return self
+
+    def _wait_up(self, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            assert self.proc is not None
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"JupyterLab exited: {self.log_tail()}")
+            try:
+                with urllib.request.urlopen(f"{self.url}/api/status?token={self.token}", timeout=2):
+                    return
+            except OSError:
+                time.sleep(0.2)
+        raise TimeoutError(f"JupyterLab did not start in {timeout} s: {self.log_tail()}")
+
+    def log_tail(self, lines: int = 30) -> str:
+        path = self.root / "lab.log"
+        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:]) if path.exists() else ""
+
+    def __exit__(self, *exc: Any) -> None:
+        proc = self.proc
+        if proc is None or proc.poll() is not None:
+            return
+        proc.send_signal(signal.SIGTERM)  # the server shuts its kernels down
+        try:
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)  # our own session only
+            proc.wait(timeout=5)
+
+    def write_notebook(self, name: str, cells: list[str]) -> str:
+        notebook = {
+            "cells": [
+                {
+                    "cell_type": "code",
+                    "source": source,
+                    "metadata": {},
+                    "outputs": [],
+                    "execution_count": None,
+                }
+                for source in cells
+            ],
+            "metadata": {
+                "kernelspec": {
+                    "name": KERNEL_NAME,
+                    "display_name": "pi_notebook (browser test)",
+                    "language": "python",
+                }
+            },
+            "nbformat": 4,
+            "nbformat_minor": 5,
+        }
+        (self.notebooks / name).write_text(json.dumps(notebook))
+        return f"{self.url}/lab/tree/{name}?token={self.token}&reset"

@@ -1,0 +1,165 @@
+"""JupyterLab in Debian's Chromium through Playwright: a ``%%pi`` cell streams, a tool card is
+approved, a steering message typed into the live view reaches the agent, a second run is
+stopped, and the finished outputs are static HTML. Screenshots go to ``test-output/browser/``.
+
+Never runs ``playwright install``: it launches ``/usr/bin/chromium`` and is skipped without it.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+from browser_lab import CHROMIUM_ARGS, Lab
+
+CHROMIUM = "/usr/bin/chromium"
+SHOTS = Path(__file__).resolve().parents[2] / "test-output" / "browser"
+
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.skipif(not Path(CHROMIUM).exists(), reason=f"{CHROMIUM} is not installed"),
+]
+playwright_sync = pytest.importorskip("playwright.sync_api")
+
+SETUP = '''\
+%load_ext pi_notebook
+import asyncio, pi_notebook
+from pi_notebook.agent import tool
+from pi_notebook.ai.faux import register_faux_provider, faux_assistant_message, faux_text, faux_tool_call
+
+@tool
+async def slow_step(seconds: float, on_update) -> str:
+    """Wait for a while."""
+    on_update("waiting for steer")
+    await asyncio.sleep(seconds)
+    return "slow step finished"
+
+def echo_steer(context, options, state, model):
+    last = context.messages[-1]
+    return faux_assistant_message("Steering received: **" + last.content[0].text + "**.")
+
+faux = register_faux_provider(token_size={"min": 1, "max": 1}, tokens_per_second=30)
+faux.set_responses([
+    faux_assistant_message(
+        [faux_text("I will set a variable first."),
+         faux_tool_call("set_variable", {"name": "approved_in_browser", "value": 42}, id="b1")],
+        stop_reason="toolUse",
+    ),
+    faux_assistant_message([faux_tool_call("slow_step", {"seconds": 5}, id="b2")], stop_reason="toolUse"),
+    echo_steer,
+    faux_assistant_message("word " * 400),
+])
+pi_notebook.current().state.tools = [slow_step]
+print("setup done")
+'''
+RUN_1 = "%%pi --model faux:faux-1\nSet a variable, then take a slow step."
+RUN_2 = "%%pi\nNow talk for a long time."
+CHECK = "print('after:', approved_in_browser, _pi.stop_reason)"
+
+
+T0 = [time.monotonic()]
+
+
+def step(message: str) -> None:
+    print(f"[{time.monotonic() - T0[0]:6.2f}s] {message}", flush=True)
+
+
+def run_cell(page: Any, cell: Any) -> None:
+    cell.locator(".jp-InputArea-editor").click()
+    page.keyboard.press("Shift+Enter")
+
+
+def test_pi_cell_in_jupyterlab(tmp_path: Path) -> None:
+    expect = playwright_sync.expect
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    (SHOTS / "failure.png").unlink(missing_ok=True)
+    T0[0] = time.monotonic()
+    with Lab(tmp_path) as lab, playwright_sync.sync_playwright() as p:
+        step("lab up")
+        url = lab.write_notebook("pi.ipynb", [SETUP, RUN_1, RUN_2, CHECK])
+        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+        page = browser.new_page(viewport={"width": 1280, "height": 1000})
+        try:
+            _drive(page, url, expect)
+        except Exception:
+            page.screenshot(path=str(SHOTS / "failure.png"), full_page=True)
+            print(lab.log_tail())
+            raise
+        finally:
+            browser.close()
+
+
+def _drive(page: Any, url: str, expect: Any) -> None:
+    page.goto(url)
+    page.wait_for_selector(".jp-NotebookPanel .jp-CodeCell", timeout=60_000)
+    step("notebook rendered")
+    # The toolbar says idle before the kernel websocket is up; the status bar does not.
+    page.locator(".jp-StatusBar-TextItem", has_text="| Idle").first.wait_for(timeout=90_000)
+    step("kernel idle")
+    cells = page.locator(".jp-NotebookPanel .jp-CodeCell")
+    run_cell(page, cells.nth(0))
+    expect(cells.nth(0).locator(".jp-OutputArea")).to_contain_text("setup done", timeout=60_000)
+    step("setup cell ran")
+    _approve_and_steer(page, cells.nth(1), expect)
+    _stop(page, cells.nth(2), expect)
+    run_cell(page, cells.nth(3))
+    expect(cells.nth(3).locator(".jp-OutputArea")).to_contain_text("after: 42 aborted", timeout=30_000)
+    step("check cell ran")
+
+
+def _approve_and_steer(page: Any, cell: Any, expect: Any) -> None:
+    """Run 1: streamed text, an approval, then steering typed during a slow tool call."""
+    run_cell(page, cell)
+    view = cell.locator(".pi-view")
+    expect(view).to_be_visible(timeout=30_000)
+    approve = cell.get_by_role("button", name="Approve")
+    expect(approve).to_be_visible(timeout=30_000)
+    expect(view).to_contain_text("I will set a variable first.")  # streamed before the run ended
+    expect(cell.locator(".jp-InputPrompt")).to_contain_text("*")  # still running
+    page.screenshot(path=str(SHOTS / "1-approval.png"), full_page=True)
+    approve.click()
+    step("approved")
+    card = cell.locator(".pi-tool", has_text="set_variable")
+    expect(card).to_contain_text("done", timeout=30_000)
+    expect(view).to_contain_text("waiting for steer", timeout=30_000)
+    box = cell.get_by_placeholder("Steer the agent")
+    box.click()
+    box.press_sequentially("going left", delay=60)  # one state sync per keystroke
+    cell.get_by_role("button", name="Send").click()
+    step("steering sent")
+    page.screenshot(path=str(SHOTS / "2-steering.png"), full_page=True)
+    static = cell.locator(".pi-static")
+    expect(static).to_be_visible(timeout=30_000)
+    expect(static).to_contain_text("steer: going left")
+    # The third model call echoes the last message it saw: the whole text proves every keystroke
+    # synced while the cell ran (the comm_msg idle wrapper) and that it came right after the tool turn.
+    expect(static).to_contain_text("Steering received: going left.")
+    expect(static.locator("strong", has_text="going left")).to_be_visible()  # Markdown rendered
+    expect(static.locator(".pi-tool", has_text="set_variable")).to_contain_text("done")
+    expect(static.locator(".pi-tool", has_text="slow_step")).to_contain_text("done")
+    expect(cell.locator(".pi-view:not(.pi-static)")).to_have_count(0)  # the live widget is gone
+    page.screenshot(path=str(SHOTS / "3-run1-static.png"), full_page=True)
+    step("run 1 frozen")
+
+
+def _stop(page: Any, cell: Any, expect: Any) -> None:
+    """Run 2: Stop while the answer streams."""
+    run_cell(page, cell)
+    view = cell.locator(".pi-view")
+    expect(view).to_contain_text(re.compile(r"(word ){20}"), timeout=30_000)
+    cell.get_by_role("button", name="Stop").click()
+    step("stop clicked")
+    static = cell.locator(".pi-static")
+    expect(static).to_be_visible(timeout=30_000)
+    expect(static).to_contain_text("Aborted: Request was aborted")
+    expect(static).to_contain_text("Stopped with the Stop button.")
+    expect(static).not_to_contain_text("Stopping")
+    expect(cell.locator(".jp-InputPrompt")).not_to_contain_text("*", timeout=10_000)
+    page.screenshot(path=str(SHOTS / "4-stopped.png"), full_page=True)
