@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..ai.entry import stream_simple
-from ..ai.models import get_model
+from ..ai.models import resolve_model as catalogue_resolve_model
 from ..ai.types import Model
 
 if TYPE_CHECKING:
@@ -52,15 +52,11 @@ _agents: dict[str, Agent] = {}
 
 
 def resolve_model(spec: str) -> Model:
-    """``provider:id`` -> the catalogue's ``Model``. Raises ``ValueError`` with a one-line reason."""
-    provider, sep, model_id = spec.strip().partition(":")
-    if not sep or not provider or not model_id:
-        raise ValueError(
-            f"expected provider:id for the model, got {spec!r} (e.g. anthropic:claude-sonnet-4-5)"
-        )
+    """``provider:id`` (or a unique bare id) -> a ``Model``; local servers such as
+    ``ollama:llama3.2`` resolve without registration. Raises ``ValueError`` with a one-line reason."""
     try:
-        return get_model(provider, model_id)
-    except KeyError as exc:
+        return catalogue_resolve_model(spec)
+    except KeyError as exc:  # ModelNotFoundError: its str() is already a clean sentence
         raise ValueError(str(exc.args[0]) if exc.args else f"unknown model {spec!r}") from None
 
 

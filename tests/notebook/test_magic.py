@@ -185,7 +185,7 @@ def test_references_attach_bounded_summaries(ip: Any, faux: FauxRegistration) ->
         ("--approve maybe", "argument --approve: invalid choice: 'maybe'"),
         ("--max-turns 0", "--max-turns must be a positive integer, got 0"),
         ("--max-turns two", "argument --max-turns: invalid int value: 'two'"),
-        ("--model gpt-4o", "--model: expected provider:id for the model, got 'gpt-4o'"),
+        ("--model gpt-4o-nonexistent", "--model: Unknown model 'gpt-4o-nonexistent'"),
         ("--model nope:nothing", "--model: Unknown model nope:nothing"),
         ("--tools read,bogus", "unknown tool 'bogus' in --tools"),
         ("--frobnicate", "unrecognized arguments: --frobnicate"),
@@ -209,11 +209,13 @@ def test_bad_options_raise_a_one_line_usage_error(
 def test_a_bad_default_model_is_a_usage_error(
     ip: Any, faux: FauxRegistration, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv("PI_NOTEBOOK_MODEL", "gpt-4o")
+    monkeypatch.setenv("PI_NOTEBOOK_MODEL", "no-such-model-anywhere")
     result, _ = pi(ip, "", "hello")
     assert isinstance(result.error_in_exec, UsageError)
-    assert "PI_NOTEBOOK_MODEL): expected provider:id for the model, got 'gpt-4o'" in str(result.error_in_exec)
-    with pytest.raises(UsageError, match="expected provider:id"):
+    message = str(result.error_in_exec)
+    assert "PI_NOTEBOOK_MODEL): Unknown model 'no-such-model-anywhere'" in message
+    assert "\n" not in message
+    with pytest.raises(UsageError, match="Unknown model"):
         ip.run_line_magic("pi", "status")
 
 
@@ -448,7 +450,7 @@ def test_line_magic_subcommands(ip: Any, faux: FauxRegistration) -> None:
         ("bogus", "unknown %pi subcommand 'bogus'"),
         ("thinking huge", "thinking must be one of"),
         ("history x", "history takes a number"),
-        ("model nocolon", "expected provider:id"),
+        ("model nocolon", "Unknown model 'nocolon'"),
         ("steer", "steer needs the message text"),
         ("--name", "--name needs a value"),
     ):
@@ -502,3 +504,12 @@ def test_interrupting_the_fallback_aborts_the_run(ip: Any) -> None:
         assert not conversations.current().state.is_streaming
     finally:
         paced.unregister()
+
+
+def test_local_server_models_resolve_without_registration(
+    ip: Any, faux: FauxRegistration, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("OLLAMA_BASE_URL", raising=False)
+    assert line(ip, "model ollama:llama3.2") == "ollama:llama3.2\n"
+    model = conversations.current().state.model
+    assert (model.api, model.base_url) == ("openai-completions", "http://127.0.0.1:11434/v1")
