@@ -41,7 +41,7 @@ from .kernel_compat import get_kernel, inactive_controls_reason, install_comm_ac
 from .magics import RunOptions, conversation, magics_for, parse_options
 from .references import expand_references, format_references
 from .render import render_text, static_bundle
-from .tools import Dispatch, NotebookTools, is_notebook_tool, run_here
+from .tools import Dispatch, NotebookTools, is_notebook_tool, run_here, watch_sigint
 from .view import ViewState, mark_approval, reduce, set_notice
 
 T = TypeVar("T")
@@ -390,7 +390,8 @@ async def run_pi(line: str, body: str) -> None:
     run = PiRun(_shell(), line, body, awaited=True)
     run.show()
     try:
-        await run.execute()
+        with watch_sigint():
+            await run.execute()
     finally:
         run.finish()
     if run.interrupted:

@@ -368,6 +368,7 @@ class NotebookTools:
         value, error = None, None
         with capture_output() as captured, _interruptible():
             try:
+                _raise_if_interrupted()  # an interrupt that came just before this handler swap
                 if body.body:
                     exec(compile(body, filename, "exec"), self.shell.user_global_ns, self.shell.user_ns)
                 if last is not None:
@@ -483,6 +484,39 @@ def _format_user_error(exc: BaseException) -> str:
     )
 
 
+_sigint_pending = threading.Event()
+
+
+@contextmanager
+def watch_sigint() -> Iterator[None]:
+    """For a whole awaited run: remember every SIGINT, then pass it on to ipykernel's handler.
+
+    ipykernel's handler only schedules a callback on the loop, which synchronous user code in
+    ``run_code`` would not yield to. An interrupt that lands after the tool card shows
+    "running" but before ``run_code`` swaps in Python's handler would otherwise be lost until
+    the user code ends; ``run_code`` checks this flag instead. Main thread only.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signals.getsignal(signals.SIGINT)
+
+    def record(signum: int, frame: Any) -> None:
+        _sigint_pending.set()
+        if callable(previous):
+            previous(signum, frame)
+        elif previous == signals.SIG_DFL:
+            raise KeyboardInterrupt
+
+    _sigint_pending.clear()
+    signals.signal(signals.SIGINT, record)
+    try:
+        yield
+    finally:
+        signals.signal(signals.SIGINT, previous)
+        _sigint_pending.clear()
+
+
 @contextmanager
 def _interruptible() -> Iterator[None]:
     """Let a kernel interrupt raise ``KeyboardInterrupt`` in user code run by ``run_code``.
@@ -498,6 +532,11 @@ def _interruptible() -> Iterator[None]:
         yield
     finally:
         signals.signal(signals.SIGINT, saved)
+
+
+def _raise_if_interrupted() -> None:
+    if _sigint_pending.is_set():
+        raise KeyboardInterrupt
 
 
 def _png(data: Any) -> list[ImageContent]:

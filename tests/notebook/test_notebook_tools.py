@@ -7,6 +7,7 @@ import asyncio
 import base64
 import json
 import os
+import signal
 import sys
 from pathlib import Path
 from typing import Any
@@ -30,6 +31,7 @@ from pi_notebook.notebook.tools import (
     NotebookTools,
     is_notebook_tool,
     parse_tools_spec,
+    watch_sigint,
 )
 
 FAKE_KEY = "sk-proj-" + "A1b2C3d4E5f6G7h8I9j0" * 2
@@ -279,6 +281,26 @@ def test_run_code_runs_ipython_syntax_and_reports_interrupts(ip: Any, tools: Not
     with pytest.raises(RuntimeError, match="KeyboardInterrupt"):
         call(tools, "run_code", code="raise KeyboardInterrupt")
     assert interrupted == [True]
+
+
+def test_run_code_does_not_start_user_code_after_an_interrupt_it_missed(
+    ip: Any, tools: NotebookTools
+) -> None:
+    """An interrupt that lands while a run is active but before run_code installs Python's
+    SIGINT handler (ipykernel's handler only schedules a task cancellation, which synchronous
+    user code would not see for its whole duration) must stop run_code before it starts."""
+    seen_by_kernel: list[int] = []
+    previous = signal.signal(signal.SIGINT, lambda signum, frame: seen_by_kernel.append(signum))
+    try:
+        with watch_sigint():
+            os.kill(os.getpid(), signal.SIGINT)
+            with pytest.raises(RuntimeError, match="KeyboardInterrupt"):
+                call(tools, "run_code", code="ran_after_interrupt = True")
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    assert "ran_after_interrupt" not in ip.user_ns
+    assert seen_by_kernel == [signal.SIGINT]  # ipykernel's own handler still ran
+    assert "result: 2" in text_of(call(tools, "run_code", code="1 + 1"))  # the flag ends with the run
 
 
 def test_insert_cell_sets_the_next_input_and_joins_cells(ip: Any, tools: NotebookTools) -> None:
