@@ -50,6 +50,8 @@ class PiModel(BaseModel):
         extra="allow",
         arbitrary_types_allowed=True,
         ser_json_inf_nan="constants",
+        # Build validators on first use, not at import: keeps `import pi_notebook.ai` cheap.
+        defer_build=True,
     )
 
     def model_dump(self, **kwargs: Any) -> dict[str, Any]:
