@@ -6,10 +6,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from ai.stream_helpers import collect, ctx
 from loopback import LoopbackServer, sse
 
 from pi_notebook.ai.providers.openai_completions import OpenAICompletionsOptions, stream
-from pi_notebook.ai.types import AssistantMessage, Context, Model, ModelCost, UserMessage
+from pi_notebook.ai.types import AssistantMessage, Context, Model, ModelCost
 
 DONE = b"data: [DONE]\n\n"
 KEY = "sk-test-SECRET-0123456789"
@@ -78,26 +79,9 @@ def tool_delta(
     return chunk({"tool_calls": [call]})
 
 
-def ctx(text: str = "hi", **kwargs: Any) -> Context:
-    return Context(messages=[UserMessage(content=text)], **kwargs)
-
-
 def opts(**kwargs: Any) -> OpenAICompletionsOptions:
     kwargs.setdefault("api_key", KEY)
     return OpenAICompletionsOptions(**kwargs)
-
-
-async def collect(s: Any) -> tuple[list[Any], AssistantMessage]:
-    events = [event async for event in s]
-    final = await s.result()
-    terminal = [e for e in events if e.type in ("done", "error")]
-    assert terminal == [events[-1]], "exactly one terminal event, and it is the last"
-    assert (terminal[0].message if terminal[0].type == "done" else terminal[0].error) is final
-    return events, final
-
-
-def kinds(events: list[Any]) -> list[str]:
-    return [e.type for e in events]
 
 
 async def run(

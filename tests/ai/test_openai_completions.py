@@ -20,13 +20,13 @@ from ai.openai_fixtures import (
     chunk,
     collect,
     ctx,
-    kinds,
     make_model,
     opts,
     run,
     text_reply,
     tool_delta,
 )
+from ai.stream_helpers import kinds
 from loopback import DROP, Delay, LoopbackServer, json_reply, sse
 
 from pi_notebook.ai.abort import AbortController

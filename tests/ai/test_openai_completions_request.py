@@ -13,12 +13,12 @@ from ai.openai_fixtures import (
     KEY,
     collect,
     ctx,
-    kinds,
     make_model,
     opts,
     run,
     text_reply,
 )
+from ai.stream_helpers import kinds
 from loopback import LoopbackServer
 
 from pi_notebook.ai.options import SimpleStreamOptions

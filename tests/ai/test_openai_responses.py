@@ -9,14 +9,16 @@ body in ``test_openai_responses_request.py``.
 
 from __future__ import annotations
 
-import asyncio
 import json
 from typing import Any
 
 import pytest
+from ai.stream_helpers import collect as run
+from ai.stream_helpers import ctx
+from ai.stream_helpers import kinds as types
 from loopback import DROP, Delay, LoopbackServer, sse
 
-from pi_notebook.ai import AssistantMessage, Context, Model, ModelCost, UserMessage
+from pi_notebook.ai import Model, ModelCost
 from pi_notebook.ai.providers.openai_responses import (
     NO_TERMINAL_EVENT,
     OpenAIResponsesOptions,
@@ -183,23 +185,6 @@ def make_model(server: LoopbackServer, **overrides: Any) -> Model:
     }
     fields.update(overrides)
     return Model(**fields)
-
-
-def ctx(text: str = "hi", **kw: Any) -> Context:
-    return Context(messages=[UserMessage(content=text)], **kw)
-
-
-async def run(s: Any) -> tuple[list[Any], AssistantMessage]:
-    """Drain a stream (asserting it never raises) and return its events and final message."""
-    events = [e async for e in s]
-    result = await asyncio.wait_for(s.result(), 5)
-    assert events[-1].type in ("done", "error")
-    assert sum(e.type in ("done", "error") for e in events) == 1
-    return events, result
-
-
-def types(events: list[Any]) -> list[str]:
-    return [e.type for e in events]
 
 
 # --- streaming: text, reasoning, tools --------------------------------------------------

@@ -10,9 +10,12 @@ import json
 from typing import Any
 
 import pytest
+from ai.stream_helpers import collect as run
+from ai.stream_helpers import ctx
+from ai.stream_helpers import kinds as types
 from loopback import Delay, LoopbackServer, json_reply, sse
 
-from pi_notebook.ai import AbortController, AssistantMessage, Context, Model, UserMessage
+from pi_notebook.ai import AbortController, Model
 from pi_notebook.ai import stream as entry_stream
 from pi_notebook.ai.http import ProviderError
 from pi_notebook.ai.providers.openai_responses import format_http_error, stream, stream_simple
@@ -52,23 +55,6 @@ def make_model(server: LoopbackServer, **overrides: Any) -> Model:
     }
     fields.update(overrides)
     return Model(**fields)
-
-
-def ctx(text: str = "hi") -> Context:
-    return Context(messages=[UserMessage(content=text)])
-
-
-async def run(s: Any) -> tuple[list[Any], AssistantMessage]:
-    """Drain a stream (asserting it never raises) and return its events and final message."""
-    events = [e async for e in s]
-    result = await asyncio.wait_for(s.result(), 5)
-    assert events[-1].type in ("done", "error")
-    assert sum(e.type in ("done", "error") for e in events) == 1
-    return events, result
-
-
-def types(events: list[Any]) -> list[str]:
-    return [e.type for e in events]
 
 
 # --- HTTP errors and retries -------------------------------------------------------------
