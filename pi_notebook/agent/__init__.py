@@ -6,6 +6,7 @@ Imports only ``pi_notebook.ai``; never IPython.
 from __future__ import annotations
 
 from .agent import Agent, AgentState
+from .decorator import FunctionTool, tool
 from .loop import (
     agent_loop,
     agent_loop_continue,
@@ -14,7 +15,6 @@ from .loop import (
     run_agent_loop_continue,
     set_default_stream_fn,
 )
-from .tools import FunctionTool, tool
 from .types import (
     AfterToolCallContext,
     AfterToolCallResult,

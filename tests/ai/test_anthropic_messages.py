@@ -40,7 +40,7 @@ from pi_notebook.ai import stream as entry_stream
 from pi_notebook.ai.options import SimpleStreamOptions
 from pi_notebook.ai.providers.anthropic_messages import AnthropicOptions, stream, stream_simple
 
-KEY = "sk-ant-api03-test-secret-key"
+KEY = "fake-anthropic-key-0123456789-not-real"
 # One SSL context for every test's client: building one per client costs ~0.2 s.
 SSL_CONTEXT = ssl.create_default_context()
 CLIENT: httpx.AsyncClient | None = None

@@ -2,7 +2,7 @@
 approved, a steering message typed into the live view reaches the agent, a second run is
 stopped, and the finished outputs are static HTML. Screenshots go to ``test-output/browser/``.
 
-Never runs ``playwright install``: it launches ``/usr/bin/chromium`` and is skipped without it.
+Never downloads a browser through Playwright: it launches ``/usr/bin/chromium`` and is skipped without it.
 """
 
 from __future__ import annotations
