@@ -9,32 +9,13 @@ while setting up all become a single terminal ``error`` event whose message says
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Literal
+from typing import Any
 
 from .env import get_env_api_key, missing_key_message, needs_api_key
-from .event_stream import AssistantMessageEventStream
-from .events import ErrorEvent
+from .event_stream import AssistantMessageEventStream, error_stream
 from .options import SimpleStreamOptions, StreamOptions, coerce_options
 from .registry import get_api_provider
-from .types import AssistantMessage, Context, Model, Usage
-
-
-def error_stream(model: Model, message: str, aborted: bool = False) -> AssistantMessageEventStream:
-    """A stream holding one terminal ``error`` event with an empty assistant message."""
-    s = AssistantMessageEventStream()
-    reason: Literal["aborted", "error"] = "aborted" if aborted else "error"
-    msg = AssistantMessage(
-        content=[],
-        api=model.api,
-        provider=model.provider,
-        model=model.id,
-        usage=Usage(),
-        stop_reason=reason,
-        error_message=message,
-    )
-    s.push(ErrorEvent(reason=reason, error=msg))
-    s.end()
-    return s
+from .types import AssistantMessage, Context, Model
 
 
 def _dispatch(model: Model, context: Context, options: Any, simple: bool) -> AssistantMessageEventStream:

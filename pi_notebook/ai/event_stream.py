@@ -11,10 +11,10 @@ from __future__ import annotations
 import asyncio
 from collections import deque
 from collections.abc import AsyncIterator, Callable, Coroutine
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, Literal, TypeVar
 
 from .events import AssistantMessageEvent, DoneEvent, ErrorEvent
-from .types import AssistantMessage
+from .types import AssistantMessage, Model, Usage
 
 E = TypeVar("E")
 R = TypeVar("R")
@@ -154,3 +154,21 @@ class AssistantMessageEventStream(EventStream[AssistantMessageEvent, AssistantMe
 
 def create_assistant_message_event_stream() -> AssistantMessageEventStream:
     return AssistantMessageEventStream()
+
+
+def error_stream(model: Model, message: str, aborted: bool = False) -> AssistantMessageEventStream:
+    """A stream holding one terminal ``error`` event with an empty assistant message."""
+    s = AssistantMessageEventStream()
+    reason: Literal["aborted", "error"] = "aborted" if aborted else "error"
+    msg = AssistantMessage(
+        content=[],
+        api=model.api,
+        provider=model.provider,
+        model=model.id,
+        usage=Usage(),
+        stop_reason=reason,
+        error_message=message,
+    )
+    s.push(ErrorEvent(reason=reason, error=msg))
+    s.end()
+    return s

@@ -23,7 +23,7 @@ import jiter
 
 from ..cost import calculate_cost
 from ..env import missing_key_message, needs_api_key
-from ..event_stream import AssistantMessageEventStream
+from ..event_stream import AssistantMessageEventStream, error_stream
 from ..events import (
     TextDeltaEvent,
     TextEndEvent,
@@ -89,7 +89,7 @@ def stream(model: Model, context: Context, options: Any = None) -> AssistantMess
     try:
         opts = coerce_options(options, AnthropicOptions)
     except TypeError as exc:
-        return start_provider_stream(model, AnthropicOptions(), _fail(str(exc)), LABEL)
+        return error_stream(model, str(exc))
     return start_provider_stream(model, opts, lambda run: _run(run, context), LABEL)
 
 
@@ -99,7 +99,7 @@ def stream_simple(model: Model, context: Context, options: Any = None) -> Assist
         opts = coerce_options(options, SimpleStreamOptions)
         return stream(model, context, simple_to_anthropic(model, context, opts))
     except Exception as exc:  # the contract: stream functions never raise
-        return start_provider_stream(model, AnthropicOptions(), _fail(str(exc) or type(exc).__name__), LABEL)
+        return error_stream(model, str(exc) or type(exc).__name__)
 
 
 def simple_to_anthropic(model: Model, context: Context, options: SimpleStreamOptions) -> AnthropicOptions:
@@ -125,13 +125,6 @@ def _effort(model: Model, level: str) -> AnthropicEffort:
     if isinstance(mapped, str):
         return cast(AnthropicEffort, mapped)
     return _DEFAULT_EFFORT.get(level, "high")
-
-
-def _fail(message: str) -> Any:
-    async def body(run: ProviderRun) -> None:
-        raise StreamError(message)
-
-    return body
 
 
 async def _run(run: ProviderRun, context: Context) -> None:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import itertools
 import json
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from http import HTTPStatus
 from typing import Any, Literal
@@ -25,7 +25,7 @@ import jiter
 
 from ..cost import calculate_cost
 from ..env import missing_key_message, needs_api_key
-from ..event_stream import AssistantMessageEventStream
+from ..event_stream import AssistantMessageEventStream, error_stream
 from ..events import (
     TextDeltaEvent,
     TextEndEvent,
@@ -75,7 +75,7 @@ def stream(model: Model, context: Context, options: Any = None) -> AssistantMess
     try:
         opts = coerce_options(options, GoogleOptions)
     except TypeError as exc:
-        return start_provider_stream(model, GoogleOptions(), _fail(str(exc)), LABEL)
+        return error_stream(model, str(exc))
     return start_provider_stream(model, opts, lambda run: _run(run, opts, context), LABEL)
 
 
@@ -88,8 +88,7 @@ def stream_simple(model: Model, context: Context, options: Any = None) -> Assist
         base = build_base_options(model, context, opts)
         return stream(model, context, GoogleOptions(**base, thinking=simple_thinking(model, opts)))
     except Exception as exc:  # the contract: stream functions never raise
-        message = str(exc) or type(exc).__name__
-        return start_provider_stream(model, GoogleOptions(), _fail(message), LABEL)
+        return error_stream(model, str(exc) or type(exc).__name__)
 
 
 def simple_thinking(model: Model, options: SimpleStreamOptions) -> GoogleThinking:
@@ -103,13 +102,6 @@ def simple_thinking(model: Model, options: SimpleStreamOptions) -> GoogleThinkin
     return GoogleThinking(
         enabled=True, budget_tokens=thinking_budget(model.id, effort, options.thinking_budgets)
     )
-
-
-def _fail(message: str) -> Callable[[ProviderRun], Awaitable[None]]:
-    async def body(run: ProviderRun) -> None:
-        raise StreamError(message)
-
-    return body
 
 
 def _thinking(value: GoogleThinking | Mapping[str, Any] | None) -> GoogleThinking | None:

@@ -24,7 +24,7 @@ from jiter import from_json
 
 from ..cost import calculate_cost
 from ..env import missing_key_message, needs_api_key
-from ..event_stream import AssistantMessageEventStream
+from ..event_stream import AssistantMessageEventStream, error_stream
 from ..events import (
     TextDeltaEvent,
     TextEndEvent,
@@ -98,7 +98,7 @@ def stream(
         )
         ctx = context if isinstance(context, Context) else Context.model_validate(context)
     except Exception as exc:
-        return _failed(model, exc)
+        return error_stream(model, str(exc) or type(exc).__name__)
     return start_provider_stream(model, opts, lambda run: _request(run, ctx, opts), LABEL)
 
 
@@ -124,15 +124,8 @@ def stream_simple(
             tool_choice=tool_choice,
         )
     except Exception as exc:
-        return _failed(model, exc)
+        return error_stream(model, str(exc) or type(exc).__name__)
     return stream(model, ctx, opts)
-
-
-def _failed(model: Model, exc: Exception) -> AssistantMessageEventStream:
-    async def fail(_run: ProviderRun) -> None:
-        raise StreamError(str(exc) or type(exc).__name__)
-
-    return start_provider_stream(model, StreamOptions(), fail, LABEL)
 
 
 # --- request ----------------------------------------------------------------------------------

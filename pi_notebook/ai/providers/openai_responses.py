@@ -13,7 +13,7 @@ the handler and for the output slot, an in-place string append, one slotted even
 from __future__ import annotations
 
 import json
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -22,7 +22,7 @@ import jiter
 
 from ..cost import calculate_cost
 from ..env import missing_key_message, needs_api_key
-from ..event_stream import AssistantMessageEventStream
+from ..event_stream import AssistantMessageEventStream, error_stream
 from ..events import (
     TextDeltaEvent,
     TextEndEvent,
@@ -83,7 +83,7 @@ def stream(model: Model, context: Context, options: Any = None) -> AssistantMess
     try:
         opts = coerce_options(options, OpenAIResponsesOptions)
     except TypeError as exc:
-        return start_provider_stream(model, OpenAIResponsesOptions(), _fail(str(exc)), LABEL)
+        return error_stream(model, str(exc))
     return start_provider_stream(model, opts, lambda run: _run(run, opts, context), LABEL)
 
 
@@ -98,15 +98,7 @@ def stream_simple(model: Model, context: Context, options: Any = None) -> Assist
         effort = None if level is None or level == "off" else level
         return stream(model, context, OpenAIResponsesOptions(**base, reasoning_effort=effort))
     except Exception as exc:  # the contract: stream functions never raise
-        message = str(exc) or type(exc).__name__
-        return start_provider_stream(model, OpenAIResponsesOptions(), _fail(message), LABEL)
-
-
-def _fail(message: str) -> Callable[[ProviderRun], Awaitable[None]]:
-    async def body(run: ProviderRun) -> None:
-        raise StreamError(message)
-
-    return body
+        return error_stream(model, str(exc) or type(exc).__name__)
 
 
 async def _run(run: ProviderRun, options: OpenAIResponsesOptions, context: Context | Any) -> None:
