@@ -9,3 +9,12 @@ fi
 .venv/bin/python -m pip install -q --disable-pip-version-check -U pip
 .venv/bin/python -m pip install -q --disable-pip-version-check -e ".[dev]"
 echo "pi_notebook installed in $(pwd)/.venv"
+# The degraded-mode test's second venv (ipykernel 6.x). Optional on a developer machine (the
+# test then skips); required in CI, where a skip would hide the only real old-kernel check.
+if ! bash scripts/setup-old-kernel.sh; then
+    if [ -n "${CI:-}" ]; then
+        echo "error: scripts/setup-old-kernel.sh failed" >&2
+        exit 1
+    fi
+    echo "warning: scripts/setup-old-kernel.sh failed; tests/notebook/test_old_kernel.py will skip" >&2
+fi

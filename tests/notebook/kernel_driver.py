@@ -36,11 +36,12 @@ def tool_use(name, args, call_id):
 """
 
 
-def write_kernelspec(root: Path) -> Path:
+def write_kernelspec(root: Path, python: str | None = None) -> Path:
+    """A kernelspec running ``python`` (default: this venv's interpreter)."""
     spec_dir = root / "kernels" / KERNEL_NAME
     spec_dir.mkdir(parents=True, exist_ok=True)
     spec = {
-        "argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+        "argv": [python or sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
         "display_name": "pi_notebook test kernel",
         "language": "python",
     }
@@ -49,9 +50,12 @@ def write_kernelspec(root: Path) -> Path:
 
 
 class Kernel:
-    """One running kernel with a blocking client; the ``SETUP`` cell has run."""
+    """One running kernel with a blocking client; the ``SETUP`` cell has run.
 
-    def __init__(self, root: Path) -> None:
+    ``python``: the kernel's interpreter, e.g. another venv's (default: this one's).
+    """
+
+    def __init__(self, root: Path, python: str | None = None) -> None:
         env = {k: v for k, v in os.environ.items() if not k.startswith(("PI_NOTEBOOK_", "JPY_"))}
         env.update(
             {
@@ -61,7 +65,7 @@ class Kernel:
                 "PYTHONUNBUFFERED": "1",
             }
         )
-        specs = KernelSpecManager(kernel_dirs=[str(write_kernelspec(root))])
+        specs = KernelSpecManager(kernel_dirs=[str(write_kernelspec(root, python))])
         self.km = KernelManager(kernel_name=KERNEL_NAME, kernel_spec_manager=specs)
         self.km.connection_file = str(root / "kernel.json")
         self.km.transport = "ipc"  # unix sockets in the temp dir: no TCP port, nothing on the network
