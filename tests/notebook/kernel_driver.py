@@ -117,6 +117,19 @@ class Kernel:
             except Empty:
                 return
 
+    def fresh(self) -> Kernel:
+        """Reset between tests: fresh conversations, an empty faux queue, no ``_pi``."""
+        reply = self.run("conversations.clear(); faux.set_responses([]); _pi = None")
+        assert reply["status"] == "ok", reply
+        self.drain()
+        return self
+
+    def value(self, expr: str) -> str:
+        """``print(expr)`` in the kernel, stripped."""
+        reply = self.run(f"print({expr})")
+        assert reply["status"] == "ok", reply
+        return str(reply["stdout"]).strip()
+
     def close(self) -> None:
         self.kc.stop_channels()
         self.km.shutdown_kernel(now=True)

@@ -36,16 +36,11 @@ def kernel(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Kernel]:
 @pytest.fixture
 def k(kernel: Kernel) -> Kernel:
     """The shared kernel with fresh conversations and an empty faux queue."""
-    reply = kernel.run("conversations.clear(); faux.set_responses([]); _pi = None")
-    assert reply["status"] == "ok", reply
-    kernel.drain()
-    return kernel
+    return kernel.fresh()
 
 
 def value(k: Kernel, expr: str) -> str:
-    reply = k.run(f"print({expr})")
-    assert reply["status"] == "ok", reply
-    return str(reply["stdout"]).strip()
+    return k.value(expr)
 
 
 def test_widget_updates_arrive_before_the_reply_and_end_as_static_html(k: Kernel) -> None:

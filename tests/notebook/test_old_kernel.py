@@ -45,16 +45,11 @@ def old_kernel(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Kernel]:
 
 @pytest.fixture
 def k(old_kernel: Kernel) -> Kernel:
-    reply = old_kernel.run("conversations.clear(); faux.set_responses([]); _pi = None")
-    assert reply["status"] == "ok", reply
-    old_kernel.drain()
-    return old_kernel
+    return old_kernel.fresh()
 
 
 def value(k: Kernel, expr: str) -> str:
-    reply = k.run(f"print({expr})")
-    assert reply["status"] == "ok", reply
-    return str(reply["stdout"]).strip()
+    return k.value(expr)
 
 
 def notice_lines(text: str) -> list[str]:
