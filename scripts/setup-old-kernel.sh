@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Create .venv-ipykernel6: pi_notebook on a real ipykernel 6.x (Colab ships 6.17), for
-# tests/notebook/test_old_kernel.py, which proves the degraded mode (DESIGN section 4).
+# tests/notebook/test_old_kernel.py, which proves the degraded mode (widgets stream, no interactive controls).
 # Idempotent and quiet. pi_notebook declares ipykernel>=7.4, so it is installed with --no-deps
 # after its other runtime dependencies. Without this venv the test skips.
 # To try another 6.x (e.g. Colab's): OLD_KERNEL_VENV=/tmp/v617 OLD_IPYKERNEL=ipykernel==6.17.1,

@@ -1,4 +1,4 @@
-"""Cost of a response from its usage and the model's prices (Pi's ``calculateCost``, spec 2.3).
+"""Cost of a response from its usage and the model's prices (Pi's ``calculateCost``).
 
 Prices are USD per million tokens. ``usage.input`` is uncached input; a tiered model prices
 the whole request at the tier whose ``input_tokens_above`` is the largest one strictly below

@@ -1,4 +1,4 @@
-"""Partial and malformed JSON as models stream it (Pi's ``utils/json-parse.ts``, spec 3.5).
+"""Partial and malformed JSON as models stream it (Pi's ``utils/json-parse.ts``).
 
 ``parse_streaming_json`` runs once per streamed tool-call delta and never raises: a strict
 parse, then a strict parse of the repaired text, then a port of npm ``partial-json`` 0.1.7

@@ -11,7 +11,7 @@ Three layers answer a lookup, the first that knows the model wins:
 OpenAI-compatible servers (``ollama:llama3.2``, ``lmstudio:…``, ``llama.cpp:…``, ``vllm:…``)
 resolve to a model on that server's default local URL even when nobody registered them.
 Thinking-level support and clamping follow Pi's ``getSupportedThinkingLevels`` and
-``clampThinkingLevel`` exactly (spec 2.7).
+``clampThinkingLevel`` exactly.
 """
 
 from __future__ import annotations
@@ -331,7 +331,7 @@ def models_are_equal(a: Model | None, b: Model | None) -> bool:
 
 
 # ---------------------------------------------------------------------------------------------
-# Thinking levels (spec 2.7)
+# Thinking levels: which a model supports, and how a requested level is clamped to them
 
 
 def get_supported_thinking_levels(model: Model) -> list[ModelThinkingLevel]:

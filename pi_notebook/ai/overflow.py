@@ -1,4 +1,4 @@
-"""Context-window overflow detection (Pi's ``utils/overflow.ts``, spec 3.7).
+"""Context-window overflow detection (Pi's ``utils/overflow.ts``).
 
 Three signals: an error whose text matches a known provider overflow message (unless it
 reads like throttling or rate limiting); a successful response whose input alone exceeds the

@@ -1,4 +1,4 @@
-"""Retrying a whole assistant call on transient errors (Pi's ``utils/retry.ts``, spec 3.8).
+"""Retrying a whole assistant call on transient errors (Pi's ``utils/retry.ts``).
 
 :func:`is_retryable_assistant_error` classifies a failed message: overloads, rate limits, 5xx,
 dropped connections and streams that ended early are transient; quota, billing and

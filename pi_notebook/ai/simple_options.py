@@ -1,5 +1,5 @@
-"""What every ``stream_simple`` shares (Pi's ``api/simple-options.ts`` and ``utils/estimate.ts``,
-spec 3.4): the generic options with ``max_tokens`` clamped to the room left in the context
+"""What every ``stream_simple`` shares (Pi's ``api/simple-options.ts`` and ``utils/estimate.ts``):
+the generic options with ``max_tokens`` clamped to the room left in the context
 window, reasoning-level clamping and thinking budgets for budget-based providers, and the
 context-size estimate the clamp relies on.
 

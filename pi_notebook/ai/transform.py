@@ -1,4 +1,4 @@
-"""Cross-provider replay of a transcript (Pi's ``transformMessages``, spec 7.8 and 7.2).
+"""Cross-provider replay of a transcript (Pi's ``transformMessages``).
 
 Every adapter runs the history through :func:`transform_messages` before serializing it:
 

@@ -1,4 +1,4 @@
-"""Tool-argument validation (Pi's ``utils/validation.ts``, spec 3.6).
+"""Tool-argument validation (Pi's ``utils/validation.ts``).
 
 A tool's ``parameters`` is either a pydantic model class (validated by pydantic in lax mode;
 the model instance is returned) or a JSON-schema dict. For dicts this module reproduces what

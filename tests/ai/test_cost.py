@@ -1,4 +1,4 @@
-"""Cost from usage (spec 2.3): rates, tiers, 1-hour cache writes, context tokens."""
+"""Cost from usage (Pi's calculateCost): rates, tiers, 1-hour cache writes, context tokens."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Streaming/partial JSON (spec 3.5): the verified table, repair, and a differential check of
+"""Streaming/partial JSON (Pi's json-parse.ts): the table verified on Pi, repair, and a differential check of
 the optimized implementation against a literal transliteration of Pi's ``repairJson`` and
 npm ``partial-json`` 0.1.7 (character loops, Python's scanner as ``JSON.parse``)."""
 
@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from pi_notebook.ai.json_parse import parse_json_with_repair, parse_streaming_json, repair_json
 
-# --- spec 3.5, every row ------------------------------------------------------------------------
+# --- every row verified on Pi ------------------------------------------------------------------------
 
 TABLE: list[tuple[str | None, Any]] = [
     (None, {}),

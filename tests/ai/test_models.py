@@ -1,6 +1,6 @@
 """The model catalogue: integrity of ``data/models.json``, lookups and their errors,
 registration, the ``PI_NOTEBOOK_MODELS`` user file, ``resolve_model`` (the notebook's
-``--model provider:id``), thinking levels exactly per spec 2.7, and API keys from the
+``--model provider:id``), thinking levels exactly as Pi's getSupportedThinkingLevels / clampThinkingLevel, and API keys from the
 environment with ``options.env`` overrides."""
 
 from __future__ import annotations
@@ -57,7 +57,7 @@ PROVIDERS: dict[str, tuple[str, str]] = {
     "mistral": ("openai-completions", "https://api.mistral.ai/v1"),
 }
 
-# Compat field names per API, spec 2.7 (a misspelt flag would be silently ignored).
+# Compat field names per API, Pi's camelCase (a misspelt flag would be silently ignored).
 COMPAT_KEYS: dict[str, set[str]] = {
     "openai-completions": {
         "supportsStore",
@@ -471,7 +471,7 @@ def test_resolve_faux_provider(faux: Any) -> None:
     assert resolve_model("faux:faux-1") is faux.get_model()
 
 
-# --- thinking levels (spec 2.7) ---------------------------------------------------------------
+# --- thinking levels ---------------------------------------------------------------
 
 
 def _reasoner(level_map: dict[str, str | None] | None = None, reasoning: bool = True) -> Model:

@@ -1,4 +1,4 @@
-"""Context overflow detection (spec 3.7, Pi's overflow.test.ts and every pattern of the list)."""
+"""Context overflow detection (Pi's overflow.test.ts and every pattern of Pi's list)."""
 
 from __future__ import annotations
 
@@ -78,7 +78,7 @@ def test_length_stops_far_below_the_window_are_not_overflow() -> None:
     assert is_context_overflow(length_stop(100, 0, 0), 200000) is False
 
 
-# --- every pattern of spec 3.7 -----------------------------------------------------------------------------
+# --- every pattern of Pi's list -----------------------------------------------------------------------------
 
 PATTERN_EXAMPLES = [
     "prompt is too long: 213462 tokens > 200000 maximum",

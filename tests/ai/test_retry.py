@@ -1,4 +1,4 @@
-"""Assistant-level retry (spec 3.8, Pi's retry.test.ts)."""
+"""Assistant-level retry (Pi's retry.test.ts)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Cross-provider replay (spec 7.8, 7.2) and outgoing-text hygiene (text.py).
+"""Cross-provider replay (Pi's transformMessages) and outgoing-text hygiene (text.py).
 
 Pi's lax-message-content, transform-messages-copilot-openai-to-anthropic and text tests, plus
 the rules they do not cover."""
@@ -166,7 +166,7 @@ def test_only_still_missing_results_are_synthesized() -> None:
     assert out[-1].content[0].text == "No result provided"
 
 
-# --- the rest of spec 7.8 ----------------------------------------------------------------------------
+# --- the rest of Pi's transform-messages rules ----------------------------------------------------------------------------
 
 
 def test_orphaned_results_are_inserted_right_before_the_interrupting_message() -> None:

@@ -1,4 +1,4 @@
-"""Tool-argument validation (spec 3.6 and Pi's validation.test.ts)."""
+"""Tool-argument validation (Pi's validation.test.ts and TypeBox's conversion rules)."""
 
 from __future__ import annotations
 
@@ -117,7 +117,7 @@ def test_rejects_invalid_plain_coercions(schema: dict[str, Any], value: Any) -> 
         validate_tool_arguments(*wrapped(schema, value))
 
 
-# --- spec 3.6: TypeBox Value.Convert table ---------------------------------------------------------
+# --- TypeBox Value.Convert: how Pi coerces each primitive ---------------------------------------------------------
 
 REJECT = object()
 TYPEBOX_TABLE = [
