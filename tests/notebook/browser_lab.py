@@ -1,5 +1,6 @@
-"""JupyterLab for the browser test: a server on 127.0.0.1 with a temp root dir, a token, isolated
-Jupyter/IPython dirs, no news or update checks, and its own kernelspec for this venv's Python.
+"""JupyterLab (or Jupyter Notebook 7) for the browser tests: a server on 127.0.0.1 with a temp
+root dir, a token, isolated Jupyter/IPython dirs, no news or update checks, and its own kernelspec
+for this venv's Python.
 
 Browser pitfalls it avoids (reference/jupyter-tech.md section 4): the news toast (its button
 opens an external tab), restored workspaces, and the PyPI-backed extension manager.
@@ -39,10 +40,14 @@ def free_port() -> int:
 
 
 class Lab:
-    """``with Lab(root) as lab:`` starts the server and stops it (and its kernels) at the end."""
+    """``with Lab(root) as lab:`` starts the server and stops it (and its kernels) at the end.
 
-    def __init__(self, root: Path) -> None:
+    ``app="notebook"`` starts Jupyter Notebook 7 instead of JupyterLab (the same frontend
+    components in a one-document shell, opened at ``/notebooks/NAME``)."""
+
+    def __init__(self, root: Path, app: str = "lab") -> None:
         self.root = root
+        self.app = app
         self.notebooks = root / "nb"
         self.token = secrets.token_hex(16)
         self.port = free_port()
@@ -87,7 +92,7 @@ class Lab:
         cmd = [
             sys.executable,
             "-m",
-            "jupyterlab",
+            "jupyterlab" if self.app == "lab" else "notebook",
             "--no-browser",
             "--ServerApp.open_browser=False",
             f"--port={self.port}",
@@ -95,10 +100,13 @@ class Lab:
             f"--IdentityProvider.token={self.token}",
             f"--ServerApp.root_dir={self.notebooks}",
             "--allow-root",
-            "--LabApp.extension_manager=readonly",
-            "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
-            "--LabApp.news_url=None",
         ]
+        if self.app == "lab":
+            cmd += [
+                "--LabApp.extension_manager=readonly",
+                "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
+                "--LabApp.news_url=None",
+            ]
         log = (self.root / "lab.log").open("wb")
         self.proc = subprocess.Popen(
             cmd, env=env, cwd=self.root, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
@@ -157,4 +165,6 @@ class Lab:
             "nbformat_minor": 5,
         }
         (self.notebooks / name).write_text(json.dumps(notebook))
-        return f"{self.url}/lab/tree/{name}?token={self.token}&reset"
+        if self.app == "lab":
+            return f"{self.url}/lab/tree/{name}?token={self.token}&reset"
+        return f"{self.url}/notebooks/{name}?token={self.token}"
