@@ -2,7 +2,7 @@
 root dir, a token, isolated Jupyter/IPython dirs, no news or update checks, and its own kernelspec
 for this venv's Python.
 
-Browser pitfalls it avoids (reference/jupyter-tech.md section 4): the news toast (its button
+Browser pitfalls it avoids, each of which broke a headless run: the news toast (its button
 opens an external tab), restored workspaces, and the PyPI-backed extension manager.
 """
 
