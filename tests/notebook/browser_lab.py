@@ -1,7 +1,7 @@
 """JupyterLab for the browser test: a server on 127.0.0.1 with a temp root dir, a token, isolated
 Jupyter/IPython dirs, no news or update checks, and its own kernelspec for this venv's Python.
 
-Browser pitfalls it avoids (reference/jupyter-tech.md section 4): the news toast (its button
+Browser pitfalls it avoids: the news toast (its button
 opens an external tab), restored workspaces, and the PyPI-backed extension manager.
 """
 

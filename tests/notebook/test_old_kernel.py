@@ -1,8 +1,8 @@
-"""``%%pi`` on a REAL ipykernel 6.x (Colab ships 6.17): the degraded mode of DESIGN section 4.
+"""``%%pi`` on a REAL ipykernel 6.x (Colab ships 6.17): the degraded mode.
 
-"ipykernel < 7.4: degrade, do not break: widgets stream, approvals follow the non-interactive
-policy, and the output says why buttons are inactive." ``test_kernel.py`` proves the interactive
-path on this venv's ipykernel >= 7.4; this module starts the kernel from ``.venv-ipykernel6``
+On ipykernel < 7.4 a run degrades and does not break: widgets stream, approvals follow the
+non-interactive policy, and the output says why the buttons are inactive. ``test_kernel.py``
+proves the interactive path on this venv's ipykernel >= 7.4; this module starts the kernel from ``.venv-ipykernel6``
 (made by ``scripts/setup-old-kernel.sh``, called from ``scripts/setup.sh``) through the same
 driver, from this venv's pytest. Skipped when that venv is missing.
 """
