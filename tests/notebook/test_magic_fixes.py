@@ -58,7 +58,8 @@ def test_unscripted_faux_model_answers_honestly_every_time(ip: Any, no_faux: Non
         result, text = pi(ip, MODEL, prompt)
         assert result.error_in_exec is None, result.error_in_exec
         assert "scripted offline stand-in, not a language model" in text
-        assert "register_faux_provider()" in text and "set_responses" in text
+        assert "register_faux_provider()" in text
+        assert "set_responses" in text
         assert (ip.user_ns["_pi"].stop_reason, ip.user_ns["_pi"].model) == ("stop", "faux:faux-1")
 
 

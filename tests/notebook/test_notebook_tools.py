@@ -19,6 +19,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 from kernel_ipshell import ip_fixture, run  # noqa: F401
 
 from pi_notebook.agent.types import AgentToolResult
+from pi_notebook.notebook.interrupts import watch_sigint
 from pi_notebook.notebook.references import (
     expand_references,
     format_references,
@@ -26,7 +27,6 @@ from pi_notebook.notebook.references import (
     redact_text,
     summarize,
 )
-from pi_notebook.notebook.interrupts import watch_sigint
 from pi_notebook.notebook.state import state_for
 from pi_notebook.notebook.tools import (
     NOTEBOOK_TOOL_NAMES,

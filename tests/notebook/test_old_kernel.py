@@ -2,9 +2,9 @@
 
 On ipykernel < 7.4 a run degrades and does not break: widgets stream, approvals follow the
 non-interactive policy, and the output says why the buttons are inactive. ``test_kernel.py``
-proves the interactive path on this venv's ipykernel >= 7.4; this module starts the kernel from ``.venv-ipykernel6``
-(made by ``scripts/setup-old-kernel.sh``, called from ``scripts/setup.sh``) through the same
-driver, from this venv's pytest. Skipped when that venv is missing.
+proves the interactive path on this venv's ipykernel >= 7.4; this module starts the kernel from
+``.venv-ipykernel6`` (made by ``scripts/setup-old-kernel.sh``, called from ``scripts/setup.sh``)
+through the same driver, from this venv's pytest. Skipped when that venv is missing.
 """
 
 from __future__ import annotations
