@@ -29,10 +29,12 @@ from typing import Any, Literal, TypeAlias
 from ..agent.types import BeforeToolCallContext, BeforeToolCallResult
 from ..ai.abort import AbortSignal
 from .kernel_compat import execute_request_content, get_kernel, inactive_controls_reason, widgets_available
+from .tools import WRITE_TOOLS
 
 Policy: TypeAlias = Literal["ask", "auto", "deny"]
 POLICIES: tuple[Policy, ...] = ("ask", "auto", "deny")
-STATE_CHANGING_TOOLS: frozenset[str] = frozenset({"run_code", "insert_cell", "set_variable"})
+STATE_CHANGING_TOOLS: frozenset[str] = frozenset(WRITE_TOOLS)
+"""The notebook tools the policy gates (declared with ``changes_state=True`` in ``tools.py``)."""
 
 HEADLESS_ENV = "PI_NOTEBOOK_HEADLESS"
 _TRUE = frozenset({"1", "true", "yes", "on"})

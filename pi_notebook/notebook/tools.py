@@ -4,7 +4,7 @@ Read-only (never gated): ``list_variables``, ``inspect_variable``, ``read_cells`
 ``read_notebook``. State-changing (always through the approval policy, see ``approval.py``):
 ``run_code``, ``insert_cell``, ``set_variable``.
 
-Each tool is a method of ``NotebookTools`` marked with ``@notebook_tool`` and turned into an
+Each tool is a method of ``NotebookTools`` declared with ``@notebook_tool`` and turned into an
 ``AgentTool`` by ``pi_notebook.agent``'s ``@tool`` when a shell's ``NotebookTools`` is created:
 the signature is the parameter schema, the docstring the description the model reads.
 
@@ -42,44 +42,28 @@ T = TypeVar("T")
 F = TypeVar("F", bound=Callable[..., Any])
 Dispatch = Callable[[Callable[[], Any]], Awaitable[Any]]
 
-READ_TOOLS: tuple[str, ...] = ("list_variables", "inspect_variable", "read_cells", "read_notebook")
-WRITE_TOOLS: tuple[str, ...] = ("run_code", "insert_cell", "set_variable")
-NOTEBOOK_TOOL_NAMES: tuple[str, ...] = READ_TOOLS + WRITE_TOOLS
-TOOL_GROUPS: dict[str, tuple[str, ...]] = {
-    "all": NOTEBOOK_TOOL_NAMES,
-    "read": READ_TOOLS,
-    "write": WRITE_TOOLS,
-}
-
 PROTECTED_NAMES = frozenset({"In", "Out", "get_ipython", "exit", "quit"})
 OUTPUT_CHARS = 8_000
 NOTEBOOK_CHARS = 24_000
-_TOOL_MARKER = "__pi_notebook_tool__"
-
-
-def parse_tools_spec(spec: str) -> list[str]:
-    """``all`` | ``none`` | ``read`` | ``write`` | a comma list of names and groups."""
-    names: list[str] = []
-    for raw in spec.split(","):
-        item = raw.strip()
-        if item in ("", "none"):
-            continue
-        group = TOOL_GROUPS.get(item)
-        if group is None and item not in NOTEBOOK_TOOL_NAMES:
-            known = ", ".join(["all", "none", "read", "write", *NOTEBOOK_TOOL_NAMES])
-            raise ValueError(f"unknown tool {item!r} in --tools (known: {known})")
-        names.extend(n for n in (group or (item,)) if n not in names)
-    return names
+_TOOL_MARKER = "__pi_notebook_tool__"  # on the execute function of a built tool
+_CHANGES_STATE = "__pi_notebook_tool_changes_state__"  # on a declared method
 
 
 async def run_here(fn: Callable[[], T]) -> T:
     return fn()
 
 
-def notebook_tool(method: F) -> F:
-    """Mark a ``NotebookTools`` method as a tool; ``NotebookTools`` binds it with ``@tool``."""
-    setattr(method, _TOOL_MARKER, True)
-    return method
+def notebook_tool(*, changes_state: bool = False) -> Callable[[F], F]:
+    """Declare a ``NotebookTools`` method as a notebook tool. ``changes_state``: the tool goes
+    through the approval policy and runs alone (sequential). ``NotebookTools.build`` turns the
+    bound method into an ``AgentTool`` with ``@tool``: the signature is the schema, the
+    docstring the description."""
+
+    def mark(method: F) -> F:
+        setattr(method, _CHANGES_STATE, changes_state)
+        return method
+
+    return mark
 
 
 def is_notebook_tool(tool: AgentTool) -> bool:
@@ -119,17 +103,15 @@ class NotebookTools:
         """The tools ``names``, in that order (made once per shell, then reused)."""
         if not self._tools:
             for name in NOTEBOOK_TOOL_NAMES:
-                method = getattr(self, name)
-                assert getattr(method, _TOOL_MARKER, False), name
                 mode: ToolExecutionMode | None = "sequential" if name in WRITE_TOOLS else None
-                made = tool(label=name.replace("_", " "), execution_mode=mode)(method)
+                made = tool(label=name.replace("_", " "), execution_mode=mode)(getattr(self, name))
                 setattr(made.execute, _TOOL_MARKER, True)
                 self._tools[name] = made
         return [self._tools[name] for name in names]
 
     # read-only ------------------------------------------------------------------------------
 
-    @notebook_tool
+    @notebook_tool()
     async def list_variables(
         self,
         pattern: str | None = None,
@@ -166,7 +148,7 @@ class NotebookTools:
         text = "\n".join(rows) if rows else "No user variables."
         return AgentToolResult(content=[_text(text)], details={"count": len(names)})
 
-    @notebook_tool
+    @notebook_tool()
     async def inspect_variable(
         self, name: str, max_chars: Annotated[int, Field(ge=100, le=8000)] = 2000
     ) -> AgentToolResult:
@@ -196,7 +178,7 @@ class NotebookTools:
         summary = summarize(value, max_chars)
         return AgentToolResult(content=[_text(f"{path}: {summary}")], details={"type": type(value).__name__})
 
-    @notebook_tool
+    @notebook_tool()
     async def read_cells(
         self,
         last: Annotated[int, Field(ge=1, le=100)] = 5,
@@ -223,7 +205,7 @@ class NotebookTools:
         """Executed cells from the input history with their ``Out`` value and recorded error."""
         return history_text(self.shell, self.errors.errors, last, start, end)
 
-    @notebook_tool
+    @notebook_tool()
     async def read_notebook(
         self, max_cells: Annotated[int, Field(ge=1, le=500)] = 60, include_outputs: bool = True
     ) -> AgentToolResult:
@@ -259,7 +241,7 @@ class NotebookTools:
 
     # state-changing ---------------------------------------------------------------------------
 
-    @notebook_tool
+    @notebook_tool(changes_state=True)
     async def run_code(self, code: str) -> AgentToolResult:
         """Run Python code in the notebook's kernel namespace (like a cell, not added to history).
         Returns stdout, stderr, the last expression's value and images it displayed. Changes state.
@@ -322,7 +304,7 @@ class NotebookTools:
         }
         return AgentToolResult(content=[_text(text), *images], details=details)
 
-    @notebook_tool
+    @notebook_tool(changes_state=True)
     async def insert_cell(self, code: str) -> AgentToolResult:
         """Insert a new code cell below the current cell when this run ends (for the user to
         review and run). Several calls in one run are joined into one cell.
@@ -340,7 +322,7 @@ class NotebookTools:
             content=[_text(f"A new code cell will be inserted {where}{note}.")], details={"source": joined}
         )
 
-    @notebook_tool
+    @notebook_tool(changes_state=True)
     async def set_variable(
         self, name: str, value: Any = None, expression: str | None = None
     ) -> AgentToolResult:
@@ -375,6 +357,37 @@ class NotebookTools:
         return AgentToolResult(
             content=[_text(f"{name} = {shown}")], details={"name": name, "type": type(assigned).__name__}
         )
+
+
+_DECLARED: dict[str, bool] = {
+    name: getattr(member, _CHANGES_STATE)
+    for name, member in vars(NotebookTools).items()
+    if hasattr(member, _CHANGES_STATE)
+}
+"""Tool name -> whether it changes state, in declaration order."""
+READ_TOOLS: tuple[str, ...] = tuple(name for name, changes in _DECLARED.items() if not changes)
+WRITE_TOOLS: tuple[str, ...] = tuple(name for name, changes in _DECLARED.items() if changes)
+NOTEBOOK_TOOL_NAMES: tuple[str, ...] = READ_TOOLS + WRITE_TOOLS
+TOOL_GROUPS: dict[str, tuple[str, ...]] = {
+    "all": NOTEBOOK_TOOL_NAMES,
+    "read": READ_TOOLS,
+    "write": WRITE_TOOLS,
+}
+
+
+def parse_tools_spec(spec: str) -> list[str]:
+    """``all`` | ``none`` | ``read`` | ``write`` | a comma list of names and groups."""
+    names: list[str] = []
+    for raw in spec.split(","):
+        item = raw.strip()
+        if item in ("", "none"):
+            continue
+        group = TOOL_GROUPS.get(item)
+        if group is None and item not in NOTEBOOK_TOOL_NAMES:
+            known = ", ".join(["all", "none", "read", "write", *NOTEBOOK_TOOL_NAMES])
+            raise ValueError(f"unknown tool {item!r} in --tools (known: {known})")
+        names.extend(n for n in (group or (item,)) if n not in names)
+    return names
 
 
 def _split_last_expression(tree: ast.Module) -> tuple[ast.Module, ast.Expression | None]:
