@@ -25,14 +25,13 @@ import asyncio
 import inspect
 import re
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, cast
 
 from IPython.core.error import UsageError
 from IPython.display import display as _untyped_display
 
 from ..agent import Agent
-from ..agent.tools import coerce_result
 from ..agent.types import (
     BeforeToolCallContext,
     BeforeToolCallHook,
@@ -265,12 +264,23 @@ def compose_before(user_hook: BeforeToolCallHook | None, gate: ApprovalGate) -> 
         ctx: BeforeToolCallContext, signal: AbortSignal | None = None
     ) -> BeforeToolCallResult | None:
         answer = user_hook(ctx, signal)
-        result = coerce_result(await answer if inspect.isawaitable(answer) else answer, BeforeToolCallResult)
+        result = _before_result(await answer if inspect.isawaitable(answer) else answer)
         if result is not None and result.block:
             return result
         return await gate(ctx, signal)
 
     return before
+
+
+def _before_result(answer: Any) -> BeforeToolCallResult | None:
+    """A hook's answer as the agent loop reads it: the dataclass, a mapping of its fields, or None."""
+    if answer is None or isinstance(answer, BeforeToolCallResult):
+        return answer
+    if isinstance(answer, Mapping):
+        return BeforeToolCallResult(**answer)
+    raise TypeError(
+        f"before_tool_call must return BeforeToolCallResult, a mapping or None, not {type(answer).__name__}"
+    )
 
 
 # --- entry points --------------------------------------------------------------------------------

@@ -123,7 +123,7 @@ class NotebookState:
 
     def _message_listener(self, name: str, agent: Agent) -> Callable[[Any, AbortSignal], None]:
         def on_event(event: Any, signal: AbortSignal) -> None:
-            if isinstance(event, MessageEndEvent) and self.observers:
+            if self.observers and isinstance(event, MessageEndEvent):  # runs for every streamed token
                 for observer in self.observers:
                     observer.message_appended(name, agent, event.message)
 
