@@ -28,17 +28,23 @@ from typing import Any, Literal, TypeAlias
 
 from ..agent.types import BeforeToolCallContext, BeforeToolCallResult
 from ..ai.abort import AbortSignal
-from .kernel_compat import execute_request_content, get_kernel
+from .kernel_compat import execute_request_content, get_kernel, inactive_controls_reason, widgets_available
+from .tools import WRITE_TOOLS
 
 Policy: TypeAlias = Literal["ask", "auto", "deny"]
 POLICIES: tuple[Policy, ...] = ("ask", "auto", "deny")
-STATE_CHANGING_TOOLS: frozenset[str] = frozenset({"run_code", "insert_cell", "set_variable"})
+STATE_CHANGING_TOOLS: frozenset[str] = frozenset(WRITE_TOOLS)
+"""The notebook tools the policy gates (declared with ``changes_state=True`` in ``tools.py``)."""
 
 HEADLESS_ENV = "PI_NOTEBOOK_HEADLESS"
 _TRUE = frozenset({"1", "true", "yes", "on"})
 _FALSE = frozenset({"0", "false", "no", "off"})
 
 USER_DENIED = "Tool call denied by the user."
+FALLBACK_REASON = (
+    "Controls inactive: %%pi ran as a plain cell magic (autoawait off or called from code), "
+    "so nothing answers a click."
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,6 +69,34 @@ def detect_headless(shell: Any, env: Mapping[str, str] | None = None) -> Headles
             True, "the client sent the cell without stdin (nbclient, nbconvert, nbval, papermill)"
         )
     return Headless(False, "interactive client")
+
+
+@dataclass(frozen=True, slots=True)
+class RunMode:
+    """How a run can be watched: live widgets or one static output, and whether anyone can click."""
+
+    live: bool
+    can_ask: bool
+    headless: Headless
+    reason: str | None
+    """Why the controls are inactive (``None`` when they work)."""
+
+
+def run_mode(shell: Any, *, awaited: bool, text: bool) -> RunMode:
+    """The mode of a run in ``shell``: ``awaited`` (the input transformer's path, not the
+    fallback cell magic) and ``text`` (``--text``: no widgets)."""
+    headless = detect_headless(shell)
+    kernel = get_kernel(shell)
+    if not awaited:
+        reason: str | None = FALLBACK_REASON
+    elif text:
+        reason = "Controls inactive: --text output has no widgets."
+    elif kernel is not None and not widgets_available():
+        reason = "Controls inactive: ipywidgets is not installed."
+    else:
+        reason = inactive_controls_reason(shell)
+    live = awaited and kernel is not None and not text and not headless.headless and widgets_available()
+    return RunMode(live=live, can_ask=live and reason is None, headless=headless, reason=reason)
 
 
 @dataclass(frozen=True, slots=True)
@@ -169,3 +203,23 @@ async def _race_abort(answer: asyncio.Future[bool] | Awaitable[bool], signal: Ab
         if not future.done():
             future.cancel()
     return bool(future.result()) if future.done() and not future.cancelled() else False
+
+
+def explain_policy(requested: Policy | None, mode: RunMode) -> str:
+    """The policy a run in ``mode`` would follow and why, on one line (``%pi status``)."""
+    policy = resolve_policy(requested, can_ask=mode.can_ask, headless=mode.headless).policy
+    if mode.headless.headless:
+        nobody = f"headless run: {mode.headless.reason}"
+    else:
+        nobody = (mode.reason or "nobody can click Approve").removeprefix("Controls inactive: ")
+    if requested is None:
+        why = (
+            "default: Approve / Deny buttons"
+            if policy == "ask"
+            else f"default when nobody can click; {nobody}"
+        )
+    elif requested != policy:
+        why = f"configured {requested!r}, but {nobody}"
+    else:
+        why = f"configured {requested!r}"
+    return f"{policy} ({why})"

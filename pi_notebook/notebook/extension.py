@@ -21,11 +21,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from . import conversations
-from .conversations import Defaults
-from .kernel_compat import get_kernel, install_comm_ack, uninstall_comm_ack
-from .magics import PiMagics, magics_for
-from .tools import error_log_for
+from .kernel_compat import can_await, get_kernel, install_comm_ack, uninstall_comm_ack
+from .magics import PiMagics
+from .state import state_for
 
 _MARKER = "__pi_notebook_transformer__"
 _AWAIT_CALL = (
@@ -65,15 +63,6 @@ def make_transformer(shell: Any) -> Any:
     return pi_transformer
 
 
-def can_await(shell: Any) -> bool:
-    """True when IPython will run a top-level ``await`` cell on an asyncio loop."""
-    if not getattr(shell, "autoawait", False):
-        return False
-    from IPython.core.async_helpers import _asyncio_runner
-
-    return getattr(shell, "loop_runner", None) is _asyncio_runner
-
-
 def _remove_transformers(shell: Any) -> None:
     shell.input_transformers_cleanup[:] = [
         t for t in shell.input_transformers_cleanup if not getattr(t, _MARKER, False)
@@ -83,14 +72,11 @@ def _remove_transformers(shell: Any) -> None:
 def load_ipython_extension(shell: Any) -> None:
     _remove_transformers(shell)
     shell.input_transformers_cleanup.append(make_transformer(shell))
-    magics = magics_for(shell)
-    if magics.shell is None:
-        magics = PiMagics(shell=shell)
+    state = state_for(shell)
+    magics = state.config if isinstance(state.config, PiMagics) else PiMagics(shell=shell)
     shell.register_magics(magics)
-    conversations.defaults_provider = _defaults_from(shell)
-    record = error_log_for(shell).record
-    callbacks = shell.events.callbacks.get("post_run_cell", [])
-    if record not in callbacks:
+    record = state.errors.record
+    if record not in shell.events.callbacks.get("post_run_cell", []):
         shell.events.register("post_run_cell", record)
     kernel = get_kernel(shell)
     if kernel is not None:
@@ -102,14 +88,7 @@ def unload_ipython_extension(shell: Any) -> None:
     manager = shell.magics_manager
     manager.magics["cell"].pop("pi", None)
     manager.magics["line"].pop("pi", None)
-    record = error_log_for(shell).record
+    record = state_for(shell).errors.record
     if record in shell.events.callbacks.get("post_run_cell", []):
         shell.events.unregister("post_run_cell", record)
     uninstall_comm_ack(get_kernel(shell))
-
-
-def _defaults_from(shell: Any) -> Any:
-    def defaults() -> Defaults:
-        return magics_for(shell).defaults()
-
-    return defaults

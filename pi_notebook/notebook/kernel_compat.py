@@ -1,9 +1,11 @@
 """What the running kernel can do, and the one kernel patch ``pi_notebook`` installs.
 
-Owns three decisions (measured in ``reference/jupyter-tech.md``):
+Owns four decisions:
 
 * whether widget messages (Stop, Approve, steering) are handled *while* an awaiting cell runs:
   only ipykernel >= 7.4 dispatches ``comm_msg`` concurrently with a cell holding the shell lock;
+* whether a top-level ``await`` cell runs on an asyncio loop (``can_await``), which the
+  ``%%pi`` transformer needs to await the agent;
 * whether this shell has a kernel at all (a terminal IPython or a bare ``InteractiveShell``
   has no widget frontend);
 * the guarded ``comm_msg`` wrapper: ipykernel 7.4 publishes no ``status: idle`` for comms it
@@ -79,6 +81,15 @@ def inactive_controls_reason(shell: Any, version: tuple[int, ...] | None = None)
             "(needs ipykernel >= 7.4)."
         )
     return None
+
+
+def can_await(shell: Any) -> bool:
+    """True when IPython will run a top-level ``await`` cell on an asyncio loop."""
+    if not getattr(shell, "autoawait", False):
+        return False
+    from IPython.core.async_helpers import _asyncio_runner
+
+    return getattr(shell, "loop_runner", None) is _asyncio_runner
 
 
 def widgets_available() -> bool:

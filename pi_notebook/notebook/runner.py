@@ -1,4 +1,4 @@
-"""One ``%%pi`` run: options -> conversation -> agent run -> live view -> frozen output -> ``_pi``.
+"""One ``%%pi`` run: options -> conversation -> agent run -> view -> frozen output -> ``_pi``.
 
 Two entry points:
 
@@ -14,44 +14,47 @@ Two entry points:
 
 Output: live widgets when someone can watch (a kernel, not headless, not ``--text``), replaced
 at the end by the static bundle under the same display id; otherwise one static display at the
-end (nbval compares its deterministic ``text/plain``).
+end (nbval compares its deterministic ``text/plain``). The shell's ``NotebookState`` provides
+the conversation, the defaults, the tools and the approval policy, and hears when a run starts
+and ends.
 """
 
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
 import inspect
-import queue
 import re
 import threading
-from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any, TypeVar, cast
+from collections.abc import Callable, Mapping
+from typing import Any, cast
 
 from IPython.core.error import UsageError
 from IPython.display import display as _untyped_display
 
-from ..agent.types import BeforeToolCallContext, BeforeToolCallResult, ThinkingLevel, TurnContext
+from ..agent import Agent
+from ..agent.types import (
+    BeforeToolCallContext,
+    BeforeToolCallHook,
+    BeforeToolCallResult,
+    ThinkingLevel,
+    TurnContext,
+)
 from ..ai.abort import ABORT_MESSAGE, AbortSignal
-from ..ai.types import Cost, TextContent, Usage, UserMessage, content_text
-from . import conversations
-from .approval import ApprovalGate, Headless, detect_headless, resolve_policy
-from .kernel_compat import get_kernel, inactive_controls_reason, install_comm_ack, widgets_available
-from .magics import RunOptions, conversation, magics_for, parse_options
+from ..ai.types import TextContent, UserMessage
+from .approval import ApprovalGate
+from .interrupts import MainThreadBridge, watch_sigint
+from .kernel_compat import get_kernel, install_comm_ack
+from .options import MODEL_ENV, RunOptions, parse_options
 from .references import expand_references, format_references
-from .render import render_text, static_bundle
-from .tools import Dispatch, NotebookTools, is_notebook_tool, run_here, watch_sigint
-from .view import ViewState, mark_approval, reduce, set_notice
+from .render import render_text
+from .result import PiResult, run_result
+from .run_view import RunView, StaticView
+from .state import NotebookState, has_model, state_for
+from .tools import Dispatch, is_notebook_tool, run_here
 
-T = TypeVar("T")
 _display: Callable[..., Any] = _untyped_display
 
 _MARKER_LINE = re.compile(r"^\s*#\s*NBVAL_\w+.*$\n?", re.MULTILINE)
-FALLBACK_REASON = (
-    "Controls inactive: %%pi ran as a plain cell magic (autoawait off or called from code), "
-    "so nothing answers a click."
-)
 
 
 def strip_markers(body: str) -> str:
@@ -59,82 +62,13 @@ def strip_markers(body: str) -> str:
     return _MARKER_LINE.sub("", body)
 
 
-@dataclass
-class PiResult:
-    """What ``_pi`` holds after a ``%%pi`` cell."""
-
-    text: str
-    """The final assistant message's text."""
-    messages: list[Any]
-    """The run's new messages (prompt, assistant, tool results, injected user messages)."""
-    stop_reason: str | None
-    usage: Usage
-    """Summed over the run's assistant messages (``usage.cost`` holds the breakdown)."""
-    cost: float
-    """Total cost of the run in USD."""
-    error_message: str | None = None
-    conversation: str = conversations.DEFAULT_NAME
-    model: str = ""
-    turns: int = 0
-
-    def __str__(self) -> str:
-        return self.text
-
-    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
-        printer.text(f"PiResult(stop_reason={self.stop_reason!r}, text={self.text!r})")
-
-    def _repr_markdown_(self) -> str | None:
-        return self.text or None
-
-
-class _StaticView:
-    """The view without widgets: reduce events, draw once at the end."""
-
-    def __init__(self, prompt: str, notice: str | None) -> None:
-        self.state = ViewState(prompt=prompt)
-        if notice:
-            set_notice(self.state, notice)
-
-    def handle(self, event: Any) -> None:
-        reduce(self.state, event)
-
-    def resolve_approval(self, tool_call_id: str, approved: bool) -> None:
-        mark_approval(self.state, tool_call_id, "running" if approved else "denied")
-
-    def set_notice(self, text: str) -> None:
-        set_notice(self.state, text)
-
-    def close(self) -> None:
-        return None
-
-    def static_bundle(self) -> dict[str, str]:
-        return static_bundle(self.state)
-
-
-_tools_by_shell: dict[int, NotebookTools] = {}
-
-
-def notebook_tools(shell: Any) -> NotebookTools:
-    found = _tools_by_shell.get(id(shell))
-    if found is None or found.shell is not shell:
-        found = _tools_by_shell[id(shell)] = NotebookTools(shell)
-    return found
-
-
-@dataclass
-class _Mode:
-    live: bool
-    can_ask: bool
-    headless: Headless
-    reason: str | None
-
-
 class PiRun:
     """Prepared on the main thread (parsing, references, mode); ``execute`` runs the agent."""
 
     def __init__(self, shell: Any, line: str, body: str, *, awaited: bool) -> None:
         self.shell = shell
-        self.options: RunOptions = parse_options(line, magics_for(shell))
+        self.state: NotebookState = state_for(shell)
+        self.options: RunOptions = parse_options(line, self.state.config)
         self.prompt = strip_markers(body).strip()
         if not self.prompt:
             raise UsageError("%%pi needs a prompt: write it in the cell body")
@@ -142,15 +76,11 @@ class PiRun:
         text, refs = expand_references(self.prompt, shell.user_ns)
         content = [TextContent(text=text)] + ([TextContent(text=format_references(refs))] if refs else [])
         self.message = UserMessage(content=content)
-        self.mode = self._mode(awaited)
-        self.approval = resolve_policy(
-            self.options.approve,
-            can_ask=self.mode.can_ask,
-            headless=self.mode.headless,
-            inactive_reason=self.mode.reason,
-        )
-        self.view: Any = self._make_view()
-        self.tools = notebook_tools(shell)
+        self.mode = self.state.run_mode(awaited=awaited, text=self.options.text)
+        self.approval = self.state.approval(self.options.approve, self.mode)
+        self.widget: Any = None
+        self.view: RunView = self._make_view()
+        self.tools = self.state.tools
         self.display_handle: Any = None
         self.interrupted = False
         self.turns = 0
@@ -161,9 +91,12 @@ class PiRun:
         self.start_index = 0
         self.finished = False
 
-    def _conversation(self) -> Any:
+    def _conversation(self) -> Agent:
         o = self.options
-        agent = conversation(o.name, new=o.new)
+        try:
+            agent = self.state.new_conversation(o.name) if o.new else self.state.conversation(o.name)
+        except ValueError as exc:
+            raise UsageError(f"default model (c.PiMagics.model / {MODEL_ENV}): {exc}") from None
         if agent.state.is_streaming:
             raise UsageError(f"conversation {o.name!r} is already running; use --name for another one")
         if o.model is not None:
@@ -172,49 +105,36 @@ class PiRun:
             agent.state.thinking_level = cast("ThinkingLevel", o.thinking)
         if o.system is not None:
             agent.state.system_prompt = o.system
-        if not conversations.has_model(agent):
+        if not has_model(agent):
             raise UsageError(
                 "no model: pass --model provider:id, run %pi model provider:id, "
                 "or set c.PiMagics.model / PI_NOTEBOOK_MODEL"
             )
         return agent
 
-    def _mode(self, awaited: bool) -> _Mode:
-        headless = detect_headless(self.shell)
-        kernel = get_kernel(self.shell)
-        if not awaited:
-            reason: str | None = FALLBACK_REASON
-        elif self.options.text:
-            reason = "Controls inactive: --text output has no widgets."
-        elif kernel is not None and not widgets_available():
-            reason = "Controls inactive: ipywidgets is not installed."
-        else:
-            reason = inactive_controls_reason(self.shell)
-        live = awaited and kernel is not None and not self.options.text and not headless.headless
-        live = live and widgets_available()
-        return _Mode(live=live, can_ask=live and reason is None, headless=headless, reason=reason)
-
-    def _make_view(self) -> Any:
+    def _make_view(self) -> RunView:
         notice = self.approval.notice
         if not self.mode.live:
-            return _StaticView(self.prompt, notice)
+            return StaticView(self.prompt, notice)
         from .widgets import LiveView, ViewControls
 
         controls = None
         if self.mode.can_ask:
             agent = self.agent
             controls = ViewControls(on_stop=self._on_stop, on_steer=agent.steer, on_follow_up=agent.follow_up)
-        return LiveView(self.prompt, controls=controls, interactive=self.mode.can_ask, notice=notice)
+        view = LiveView(self.prompt, controls=controls, interactive=self.mode.can_ask, notice=notice)
+        self.widget = view.widget
+        return view
 
     # --- running ---------------------------------------------------------------------------------
 
     def show(self) -> None:
         """Display the live widget (main thread, before the run)."""
-        if self.mode.live:
+        if self.widget is not None:
             kernel = get_kernel(self.shell)
             if kernel is not None:
                 install_comm_ack(kernel)
-            self.display_handle = _display(self.view.widget, display_id=True)
+            self.display_handle = _display(self.widget, display_id=True)
 
     async def execute(self, dispatch: Dispatch = run_here) -> None:
         """Run the agent on the current loop. Catches the cancellation of a kernel interrupt
@@ -231,7 +151,7 @@ class PiRun:
             headless=self.mode.headless.headless,
         )
         user_before, user_stop = agent.before_tool_call, agent.should_stop_after_turn
-        agent.before_tool_call = _compose_before(user_before, gate)
+        agent.before_tool_call = compose_before(user_before, gate)
         agent.should_stop_after_turn = self._stop_hook(user_stop)
         unsubscribe = agent.subscribe(self._listener)
         self.start_index = len(agent.state.messages)
@@ -315,47 +235,28 @@ class PiRun:
             _display(bundle, raw=True)
         result = self.result()
         self.shell.user_ns["_pi"] = result
+        self.state.run_ended(self.options.name, self.agent, result)
         return result
 
     def result(self) -> PiResult:
-        messages = list(self.agent.state.messages[self.start_index :])
-        assistants = [m for m in messages if getattr(m, "role", None) == "assistant"]
-        last = assistants[-1] if assistants else None
-        usage = _sum_usage(assistants)
         model = self.agent.state.model
-        stop_reason = last.stop_reason if last is not None else None
-        error_message = last.error_message if last is not None else None
-        if self.aborted and stop_reason != "aborted":  # aborted between turns (see the agent's fix 2)
-            stop_reason, error_message = "aborted", error_message or ABORT_MESSAGE
-        return PiResult(
-            text=content_text(last.content) if last is not None else "",
-            messages=messages,
-            stop_reason=stop_reason,
-            usage=usage,
-            cost=usage.cost.total,
-            error_message=error_message,
+        return run_result(
+            list(self.agent.state.messages[self.start_index :]),
+            aborted=self.aborted,
             conversation=self.options.name,
             model=f"{model.provider}:{model.id}",
-            turns=len(assistants),
         )
 
-
-def _sum_usage(messages: list[Any]) -> Usage:
-    total = Usage(cost=Cost())
-    for message in messages:
-        u = message.usage
-        total.input += u.input
-        total.output += u.output
-        total.cache_read += u.cache_read
-        total.cache_write += u.cache_write
-        total.total_tokens += u.total_tokens
-        for name in ("input", "output", "cache_read", "cache_write", "total"):
-            setattr(total.cost, name, getattr(total.cost, name) + getattr(u.cost, name))
-    return total
+    def started(self) -> None:
+        """Tell the shell's state (and its observers) that the run begins (main thread)."""
+        self.state.run_started(self.options.name, self.agent, self.message)
 
 
-def _compose_before(user_hook: Any, gate: ApprovalGate) -> Any:
-    """The user's own ``before_tool_call`` first (it may block), then the approval policy."""
+def compose_before(user_hook: BeforeToolCallHook | None, gate: ApprovalGate) -> BeforeToolCallHook:
+    """The user's own ``before_tool_call`` first (it may block), then the approval policy.
+
+    A hook may be sync or async and may answer with a ``BeforeToolCallResult``, a mapping of its
+    fields (``{"block": True, "reason": ...}``) or ``None``, exactly as on a plain ``Agent``."""
     if user_hook is None:
         return gate
 
@@ -363,12 +264,23 @@ def _compose_before(user_hook: Any, gate: ApprovalGate) -> Any:
         ctx: BeforeToolCallContext, signal: AbortSignal | None = None
     ) -> BeforeToolCallResult | None:
         answer = user_hook(ctx, signal)
-        answer = await answer if inspect.isawaitable(answer) else answer
-        if answer is not None and answer.block:
-            return answer  # type: ignore[no-any-return]
+        result = _before_result(await answer if inspect.isawaitable(answer) else answer)
+        if result is not None and result.block:
+            return result
         return await gate(ctx, signal)
 
     return before
+
+
+def _before_result(answer: Any) -> BeforeToolCallResult | None:
+    """A hook's answer as the agent loop reads it: the dataclass, a mapping of its fields, or None."""
+    if answer is None or isinstance(answer, BeforeToolCallResult):
+        return answer
+    if isinstance(answer, Mapping):
+        return BeforeToolCallResult(**answer)
+    raise TypeError(
+        f"before_tool_call must return BeforeToolCallResult, a mapping or None, not {type(answer).__name__}"
+    )
 
 
 # --- entry points --------------------------------------------------------------------------------
@@ -389,6 +301,7 @@ async def run_pi(line: str, body: str) -> None:
     """The awaited ``%%pi`` path (the input transformer's target)."""
     run = PiRun(_shell(), line, body, awaited=True)
     run.show()
+    run.started()
     try:
         with watch_sigint():
             await run.execute()
@@ -396,43 +309,6 @@ async def run_pi(line: str, body: str) -> None:
         run.finish()
     if run.interrupted:
         raise KeyboardInterrupt
-
-
-class MainThreadBridge:
-    """Runs callables from the agent's worker thread on the main thread, which waits in ``serve``."""
-
-    def __init__(self) -> None:
-        self._jobs: queue.SimpleQueue[tuple[Callable[[], Any], concurrent.futures.Future[Any]] | None] = (
-            queue.SimpleQueue()
-        )
-
-    async def dispatch(self, fn: Callable[[], T]) -> T:
-        if threading.current_thread() is threading.main_thread():
-            return fn()
-        future: concurrent.futures.Future[T] = concurrent.futures.Future()
-        self._jobs.put((fn, future))
-        return await asyncio.wrap_future(future)
-
-    def close(self) -> None:
-        self._jobs.put(None)
-
-    def serve(self) -> None:
-        """Run jobs until ``close``. A ``KeyboardInterrupt`` propagates; call again to resume."""
-        while True:
-            job = self._jobs.get()
-            if job is None:
-                return
-            fn, future = job
-            if not future.set_running_or_notify_cancel():
-                continue
-            try:
-                future.set_result(fn())
-            except KeyboardInterrupt:
-                # The tool fails like any tool; the caller turns the interrupt into an abort.
-                future.set_exception(RuntimeError("interrupted"))
-                raise
-            except BaseException as exc:
-                future.set_exception(exc)
 
 
 def run_pi_sync(line: str, body: str, shell: Any = None) -> PiResult:
@@ -449,6 +325,7 @@ def run_pi_sync(line: str, body: str, shell: Any = None) -> PiResult:
         finally:
             bridge.close()
 
+    run.started()
     worker = threading.Thread(target=work, name="pi-notebook-run", daemon=True)
     worker.start()
     interrupted = False

@@ -2,7 +2,7 @@
 injected user messages. ``widgets.LiveView`` decides *when* to draw; these decide *what* a
 draw sends, and send only what changed.
 
-Widget messages cost 0.1-0.3 ms of kernel CPU each (reference/jupyter-tech.md), so every setter
+Each widget message costs the kernel a tenth of a millisecond or more of CPU, so every setter
 here compares before it assigns, and streamed Markdown is split into frozen outputs plus one
 tail: a long answer re-sends its unfinished last block, not itself.
 """

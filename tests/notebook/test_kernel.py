@@ -284,3 +284,25 @@ def test_nbclient_runs_are_headless_and_their_text_is_deterministic(tmp_path: Pa
         assert "[tool] run_code (denied)" in output.data["text/plain"]
         assert cells[2].outputs[0].text == "stop\n"
     assert runs[0][1].outputs[0].data["text/plain"] == runs[1][1].outputs[0].data["text/plain"]
+
+
+def test_status_reports_the_policy_each_client_gets(k: Kernel) -> None:
+    """``%pi status`` says what a cell from *this* client would do: ``ask`` for an interactive
+    client, ``deny`` (and why) for a headless one, with ``c.PiMagics.approve = 'ask'``."""
+    capture = (
+        "import contextlib, io\nbuf = io.StringIO()\n"
+        "with contextlib.redirect_stdout(buf):\n    get_ipython().run_line_magic('pi', 'status')\n"
+        "status_text = [r[r.index('approve: '):] for r in buf.getvalue().splitlines() if 'approve: ' in r][0]"
+    )
+    k.run("%config PiMagics.approve = 'ask'")
+    try:
+        assert k.run(capture)["status"] == "ok"
+        assert value(k, "status_text") == "approve: ask (configured 'ask')"
+        cell = k.execute(capture, allow_stdin=False)  # what nbclient / nbval send
+        assert Watch(k).until_replies([cell]).replies[cell][1]["status"] == "ok"
+        assert value(k, "status_text") == (
+            "approve: deny (configured 'ask', but headless run: the client sent the cell without "
+            "stdin (nbclient, nbconvert, nbval, papermill))"
+        )
+    finally:
+        k.run("%config PiMagics.approve = ''")

@@ -19,6 +19,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 from kernel_ipshell import ip_fixture, run  # noqa: F401
 
 from pi_notebook.agent.types import AgentToolResult
+from pi_notebook.notebook.interrupts import watch_sigint
 from pi_notebook.notebook.references import (
     expand_references,
     format_references,
@@ -26,12 +27,12 @@ from pi_notebook.notebook.references import (
     redact_text,
     summarize,
 )
+from pi_notebook.notebook.state import state_for
 from pi_notebook.notebook.tools import (
     NOTEBOOK_TOOL_NAMES,
     NotebookTools,
     is_notebook_tool,
     parse_tools_spec,
-    watch_sigint,
 )
 
 FAKE_KEY = "sk-proj-" + "A1b2C3d4E5f6G7h8I9j0" * 2
@@ -51,7 +52,7 @@ def text_of(result: AgentToolResult) -> str:
 
 @pytest.fixture
 def tools(ip: Any) -> NotebookTools:
-    return NotebookTools(ip)
+    return state_for(ip).tools  # the shell's tools read the error log the extension feeds
 
 
 # --- spec ---------------------------------------------------------------------------------------

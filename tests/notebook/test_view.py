@@ -167,7 +167,7 @@ def test_two_parallel_tools_with_progress_error_and_completion_order() -> None:
 
 
 def test_tool_result_message_without_execution_events_fills_the_card() -> None:
-    """Pi-notebook fix 3: an abort during tools writes result messages for calls that have none."""
+    """An abort during tools writes result messages for calls that have none, without execution events."""
     run = Run().start("q")
     message = run.assistant(("tool", "c1", "slow", {}), stop_reason="toolUse")
     run.tool_result("c1", "slow", "Operation aborted", is_error=True)
@@ -209,7 +209,7 @@ def test_steering_and_follow_up_injections_are_labelled_when_queued_here() -> No
 
 
 def test_steer_before_prompt_is_injected_not_taken_for_the_prompt() -> None:
-    """Spec A.11: a steer queued before prompt() arrives right after the prompt message."""
+    """A steer queued before prompt() arrives as its own user message right after the prompt."""
     run = Run().start("the prompt").user("early steer")
     run.assistant(("text", "ok"))
     run.end()
@@ -222,7 +222,7 @@ def test_steer_before_prompt_is_injected_not_taken_for_the_prompt() -> None:
 
 
 def test_aborted_run_during_tools_and_streaming_ends_frozen() -> None:
-    """Spec A.8 plus a call that was still streaming its arguments when the abort came."""
+    """An abort while two tools run, plus a call that was still streaming its arguments."""
     run = Run().start("q")
     first = run.assistant(
         ("tool", "a", "sleep", {"s": 9}), ("tool", "b", "sleep", {"s": 9}), stop_reason="toolUse"
@@ -269,7 +269,7 @@ def test_aborted_run_during_tools_and_streaming_ends_frozen() -> None:
 
 
 def test_error_run_without_start_event() -> None:
-    """Spec A.5: the provider failed before ``start``: message_start carries the final message."""
+    """The provider failed before ``start``: message_start carries the final (error) message."""
     failed = AssistantMessage(
         content=[], stop_reason="error", error_message="401 invalid x-api-key", model="m"
     )

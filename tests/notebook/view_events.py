@@ -1,5 +1,5 @@
 """Hand-built agent event sequences for the view tests, shaped like the traces of the real loop
-(spec Appendix A): a provider mutates one partial ``AssistantMessage`` in place and every
+of Pi's loop: a provider mutates one partial ``AssistantMessage`` in place and every
 ``message_update`` carries it; tool executions and tool-result messages follow the assistant
 message; ``turn_end`` / ``agent_end`` close the run."""
 
@@ -201,7 +201,7 @@ def _final_block(block: tuple[Any, ...]) -> Any:
 
 
 def tool_run(model: str = "faux-1", ids: tuple[str, str] = ("call_1", "call_2"), ts: int = 0) -> Run:
-    """Spec A.2/A.3 shaped: text + two parallel tool calls (the second finishes first, the first
+    """Text + two parallel tool calls (the second finishes first, the first
     reports progress, the second fails), then a text answer in a second turn."""
     run = Run(model=model, ts=ts or 1_700_000_000_000)
     a, b = ids

@@ -1,0 +1,164 @@
+"""The ``%%pi`` options: their configurable defaults (``PiConfig``), the parser, and
+``RunOptions``, the validated options of one cell.
+
+Defaults come from traitlets config (``c.PiMagics.model = "anthropic:claude-sonnet-4-5"`` in
+``ipython_config.py``, or ``%config PiMagics.model = ...``); the model falls back to the
+``PI_NOTEBOOK_MODEL`` environment variable. Options given on a cell override them for that
+cell; ``--model``, ``--thinking`` and ``--system`` also stay in effect for the conversation's
+later cells. Bad options raise a one-line ``UsageError``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shlex
+from dataclasses import dataclass
+from typing import Any, cast
+
+from IPython.core.error import UsageError
+from IPython.core.magic_arguments import MagicArgumentParser
+from traitlets import Bool, CaselessStrEnum, Int, Unicode, validate
+from traitlets.config import Configurable
+
+from ..ai.models import THINKING_LEVELS
+from ..ai.models import resolve_model as catalogue_resolve_model
+from ..ai.types import Model
+from .approval import POLICIES, Policy
+from .faux_stand_in import FAUX_PROVIDER, stand_in_model
+from .tools import parse_tools_spec
+
+DEFAULT_NAME = "default"
+MODEL_ENV = "PI_NOTEBOOK_MODEL"
+CONFIG_SECTION = "PiMagics"
+DEFAULT_SYSTEM_PROMPT = (
+    "You are Pi, an assistant working inside a Jupyter notebook. The user writes prompts in "
+    "%%pi cells; the notebook's Python kernel is live. Use the notebook tools to look at "
+    "variables, cells and the notebook before answering questions about them, and to run code "
+    "when asked. Keep answers concise and use Markdown; put code in fenced blocks."
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Defaults:
+    """Settings of a new conversation."""
+
+    model: str = ""
+    thinking: str = "off"
+    system: str = DEFAULT_SYSTEM_PROMPT
+
+
+def resolve_model(spec: str) -> Model:
+    """``provider:id`` (or a unique bare id) -> a ``Model``; local servers such as
+    ``ollama:llama3.2`` resolve without registration, and ``faux:<id>`` without a registered
+    faux provider is the honest stand-in (``faux_stand_in.py``). Raises ``ValueError`` with a
+    one-line reason."""
+    try:
+        return catalogue_resolve_model(spec)
+    except KeyError as exc:  # ModelNotFoundError: its str() is already a clean sentence
+        provider, _, model_id = spec.strip().partition(":")
+        if provider == FAUX_PROVIDER and model_id:
+            found = stand_in_model(model_id)
+            if found is not None:
+                return found
+        raise ValueError(str(exc.args[0]) if exc.args else f"unknown model {spec!r}") from None
+
+
+class PiConfig(Configurable):
+    """The defaults of every ``%%pi`` option, configured as ``c.PiMagics.<name>``.
+
+    ``PiMagics`` is this class plus the magics; a shell without the extension loaded uses a
+    plain ``PiConfig``, which reads the same ``PiMagics`` config section.
+    """
+
+    model = Unicode(help="Default model as provider:id (falls back to $PI_NOTEBOOK_MODEL).").tag(config=True)
+    thinking = CaselessStrEnum(
+        list(THINKING_LEVELS), default_value="off", help="Default thinking level."
+    ).tag(config=True)
+    system = Unicode(DEFAULT_SYSTEM_PROMPT, help="System prompt of new conversations.").tag(config=True)
+    tools = Unicode("all", help="Default --tools spec: all|none|read|write|comma list.").tag(config=True)
+    approve = Unicode(
+        "", help="Default approval policy ask|auto|deny; empty: ask interactive, deny headless."
+    ).tag(config=True)
+    max_turns = Int(0, help="Default --max-turns (0: no limit).").tag(config=True)
+    text = Bool(False, help="Plain-text output by default (no widgets).").tag(config=True)
+
+    @classmethod
+    def section_names(cls) -> list[str]:
+        names = list(super().section_names())
+        return names if CONFIG_SECTION in names else [*names, CONFIG_SECTION]
+
+    @validate("approve")
+    def _check_approve(self, proposal: Any) -> str:
+        value = str(proposal["value"]).strip().lower()
+        if value and value not in POLICIES:
+            raise ValueError(f"PiMagics.approve must be one of ask, auto, deny or empty, not {value!r}")
+        return value
+
+    @validate("tools")
+    def _check_tools(self, proposal: Any) -> str:
+        parse_tools_spec(str(proposal["value"]))
+        return str(proposal["value"])
+
+    def defaults(self) -> Defaults:
+        """Settings of a new conversation; the model falls back to ``$PI_NOTEBOOK_MODEL``."""
+        model = self.model.strip() or os.environ.get(MODEL_ENV, "").strip()
+        return Defaults(model=model, thinking=self.thinking, system=self.system)
+
+
+def _parser() -> MagicArgumentParser:
+    parser = MagicArgumentParser(prog="%%pi", description="Run a prompt through the agent.")  # type: ignore[no-untyped-call]
+    add = parser.add_argument
+    add("--model", help="provider:id")
+    add("--thinking", choices=list(THINKING_LEVELS), help="thinking level")
+    add("--system", help="system prompt of this conversation")
+    add("--tools", help="all|none|read|write|comma list of tool names")
+    add("--approve", choices=list(POLICIES), help="approval policy for state-changing tools")
+    add("--new", action="store_true", help="start a fresh conversation")
+    add("--name", help="conversation name")
+    add("--text", action="store_true", help="plain-text output, no widgets")
+    add("--max-turns", type=int, dest="max_turns", help="stop after N model turns")
+    return parser
+
+
+PARSER = _parser()
+
+
+def model_option(spec: str) -> Model:
+    """``resolve_model`` for a ``--model`` / ``%pi model`` value, failing as a ``UsageError``."""
+    try:
+        return resolve_model(spec)
+    except ValueError as exc:
+        raise UsageError(f"--model: {exc}") from None
+
+
+class RunOptions:
+    """Validated options of one ``%%pi`` cell, defaults already applied."""
+
+    def __init__(self, ns: argparse.Namespace, config: PiConfig) -> None:
+        self.model: Model | None = model_option(ns.model) if ns.model else None
+        self.thinking: str | None = ns.thinking
+        self.system: str | None = ns.system
+        spec = ns.tools if ns.tools is not None else config.tools
+        try:
+            self.tools: list[str] = parse_tools_spec(spec)
+        except ValueError as exc:
+            raise UsageError(str(exc)) from None
+        approve = ns.approve or config.approve or None
+        self.approve: Policy | None = cast("Policy | None", approve)
+        self.new: bool = ns.new
+        self.name: str = ns.name or DEFAULT_NAME
+        self.text: bool = ns.text or config.text
+        max_turns = ns.max_turns if ns.max_turns is not None else (config.max_turns or None)
+        if max_turns is not None and max_turns < 1:
+            raise UsageError(f"--max-turns must be a positive integer, got {max_turns}")
+        self.max_turns: int | None = max_turns
+
+
+def parse_options(line: str, config: PiConfig) -> RunOptions:
+    """Parse the ``%%pi`` line; raises ``UsageError`` (one line) on any bad option."""
+    try:
+        argv = shlex.split(line)  # POSIX quoting: --system "Be brief." gives the text without quotes
+    except ValueError as exc:
+        raise UsageError(f"cannot parse %%pi options: {exc}") from None
+    return RunOptions(PARSER.parse_args(argv), config)

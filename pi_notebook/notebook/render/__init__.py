@@ -1,0 +1,77 @@
+"""Static renderers of a ``ViewState`` and the Markdown helpers the live widgets share with them.
+
+* ``text``: ``render_text``, the deterministic ``text/plain`` nbval compares, and the shared
+  formatting of tool fields, statuses, the footer and the end line.
+* ``static_html``: ``render_html``, the self-contained ``text/html`` a saved notebook shows
+  without widget JavaScript (server-side Markdown, inline styles, everything escaped).
+* ``markdown``: Markdown prepared for the frontend's own renderer (``frontend_markdown``) and
+  where a growing answer may be cut (``safe_split``).
+
+``static_bundle`` is the frozen output of a run: both renderings under their MIME types.
+Pure: no widget or IPython imports.
+"""
+
+from __future__ import annotations
+
+from ..view import ViewState
+from .markdown import frontend_markdown, renders_raw_html, safe_split
+from .static_html import (
+    SAFE_SCHEMES,
+    details_html,
+    footer_html,
+    line_html,
+    pre_html,
+    progress_html,
+    prompt_html,
+    render_html,
+    render_markdown,
+    result_html,
+    thinking_html,
+    tool_head_html,
+    user_html,
+)
+from .text import (
+    MAX_SHOWN,
+    end_text,
+    footer_text,
+    format_args,
+    format_details,
+    queued_text,
+    render_text,
+    status_label,
+    user_label,
+)
+
+__all__ = [
+    "MAX_SHOWN",
+    "SAFE_SCHEMES",
+    "details_html",
+    "end_text",
+    "footer_html",
+    "footer_text",
+    "format_args",
+    "format_details",
+    "frontend_markdown",
+    "line_html",
+    "pre_html",
+    "progress_html",
+    "prompt_html",
+    "queued_text",
+    "render_html",
+    "render_markdown",
+    "render_text",
+    "renders_raw_html",
+    "result_html",
+    "safe_split",
+    "static_bundle",
+    "status_label",
+    "thinking_html",
+    "tool_head_html",
+    "user_html",
+    "user_label",
+]
+
+
+def static_bundle(state: ViewState) -> dict[str, str]:
+    """The frozen output: ``{"text/plain": render_text(...), "text/html": render_html(...)}``."""
+    return {"text/plain": render_text(state), "text/html": render_html(state)}

@@ -1,0 +1,236 @@
+"""Self-contained static HTML of a ``ViewState``: the frozen output a saved notebook shows on
+GitHub, nbviewer or VS Code without widget JavaScript.
+
+Inline styles only (sanitisers drop ``<style>`` blocks); assistant Markdown is rendered here
+with markdown-it-py with raw HTML off, links restricted to safe schemes and images turned into
+links, so that opening a notebook never fetches a URL the model chose; every model and tool
+string is escaped. The live widgets reuse the pieces (``pre_html``, ``tool_head_html``, ...).
+Pure: no widget or IPython imports.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+from functools import lru_cache
+
+from markdown_it import MarkdownIt
+from markdown_it.renderer import RendererHTML
+from markdown_it.rules_core import StateCore
+from markdown_it.token import Token
+from markdown_it.utils import EnvType, OptionsDict
+
+from ..view import Footer, TextBlock, ThinkingBlock, ToolCard, UserItem, ViewState
+from .text import (
+    clip,
+    end_text,
+    footer_text,
+    format_args,
+    format_details,
+    queued_text,
+    status_label,
+    user_label,
+)
+
+SAFE_SCHEMES = frozenset({"http", "https", "mailto"})
+
+# --- Markdown, server side ---------------------------------------------------------------------
+
+_SCHEME = re.compile(r"^\s*([a-zA-Z][a-zA-Z0-9+.\-]*):")
+
+
+def _safe_link(url: str) -> bool:
+    match = _SCHEME.match(url)
+    return match is None or match.group(1).lower() in SAFE_SCHEMES
+
+
+def _render_image_as_link(
+    renderer: RendererHTML, tokens: list[Token], idx: int, options: OptionsDict, env: EnvType
+) -> str:
+    token = tokens[idx]
+    src = str(token.attrGet("src") or "")
+    label = str(renderer.renderInlineAsText(token.children or [], options, env)) or src
+    return f'<a href="{html.escape(src)}" rel="noopener noreferrer nofollow">{html.escape(label)}</a>'
+
+
+def _render_link_open(
+    renderer: RendererHTML, tokens: list[Token], idx: int, options: OptionsDict, env: EnvType
+) -> str:
+    tokens[idx].attrSet("rel", "noopener noreferrer nofollow")
+    return str(renderer.renderToken(tokens, idx, options, env))
+
+
+_CODE_BOX = (
+    "font-family:var(--jp-code-font-family,ui-monospace,SFMono-Regular,Menlo,monospace);font-size:12px;"
+    "padding:6px 8px;background:rgba(127,127,127,.08);border-radius:4px;overflow:auto;"
+)
+# Inline styles for Markdown blocks, so a saved notebook reads well where no stylesheet applies.
+_TOKEN_STYLE = {
+    "table_open": "border-collapse:collapse;margin:4px 0;",
+    "th_open": "border:1px solid rgba(127,127,127,.4);padding:2px 8px;",
+    "td_open": "border:1px solid rgba(127,127,127,.4);padding:2px 8px;",
+    "blockquote_open": "border-left:3px solid rgba(127,127,127,.4);margin:4px 0;padding:0 10px;opacity:.85;",
+    "code_inline": "background:rgba(127,127,127,.12);border-radius:3px;padding:0 3px;",
+}
+
+
+def _style_tokens(state: StateCore) -> None:
+    for token in state.tokens:
+        _style(token)
+        for child in token.children or ():
+            _style(child)
+
+
+def _style(token: Token) -> None:
+    style = _TOKEN_STYLE.get(token.type)
+    if style is not None:
+        token.attrSet("style", style + str(token.attrGet("style") or ""))
+
+
+def _render_code_block(
+    renderer: RendererHTML, tokens: list[Token], idx: int, options: OptionsDict, env: EnvType
+) -> str:
+    rule = RendererHTML.fence if tokens[idx].type == "fence" else RendererHTML.code_block
+    return str(rule(renderer, tokens, idx, options, env)).replace("<pre>", f'<pre style="{_CODE_BOX}">', 1)
+
+
+@lru_cache(maxsize=1)
+def _markdown() -> MarkdownIt:
+    md = MarkdownIt("commonmark", {"html": False}).enable(["table", "strikethrough"])
+    md.validateLink = _safe_link  # type: ignore[method-assign]
+    md.add_render_rule("image", _render_image_as_link)
+    md.add_render_rule("link_open", _render_link_open)
+    md.add_render_rule("fence", _render_code_block)
+    md.add_render_rule("code_block", _render_code_block)
+    md.core.ruler.push("pi_styles", _style_tokens)
+    return md
+
+
+def render_markdown(text: str) -> str:
+    """Markdown to HTML with raw HTML escaped, unsafe link schemes left as text, images as links."""
+    return str(_markdown().render(text))
+
+
+# --- HTML ------------------------------------------------------------------------------------
+
+_MONO = "font-family:var(--jp-code-font-family,ui-monospace,SFMono-Regular,Menlo,monospace);"
+STYLE = {
+    "pi-view": "font-family:var(--jp-ui-font-family,system-ui,-apple-system,'Segoe UI',sans-serif);"
+    "font-size:13px;line-height:1.5;border-left:3px solid #8b7cf6;padding:2px 0 2px 10px;margin:4px 0;",
+    "pi-prompt": "white-space:pre-wrap;font-weight:600;opacity:.85;margin:2px 0 6px;",
+    "pi-text": "margin:4px 0;",
+    "pi-thinking": "opacity:.75;margin:4px 0;",
+    "pi-summary": "cursor:pointer;font-style:italic;",
+    "pi-tool": "border:1px solid rgba(127,127,127,.35);border-radius:6px;padding:4px 8px;margin:6px 0;",
+    "pi-tool-head": _MONO + "font-size:12px;",
+    "pi-pre": _MONO + "white-space:pre-wrap;word-break:break-word;font-size:12px;margin:3px 0;"
+    "padding:4px 6px;background:rgba(127,127,127,.08);border-radius:4px;max-height:24em;overflow:auto;",
+    "pi-progress": "font-size:12px;opacity:.8;white-space:pre-wrap;",
+    "pi-user": "white-space:pre-wrap;font-style:italic;opacity:.85;margin:6px 0;",
+    "pi-queued": "white-space:pre-wrap;font-size:12px;opacity:.7;",
+    "pi-error": "white-space:pre-wrap;color:#c62828;font-weight:600;margin:6px 0;",
+    "pi-notice": "white-space:pre-wrap;font-size:12px;opacity:.75;margin:4px 0;",
+    "pi-footer": "font-size:12px;opacity:.7;border-top:1px solid rgba(127,127,127,.25);"
+    "margin-top:6px;padding-top:2px;",
+}
+STATUS_COLOR = {
+    "streaming": "#757575",
+    "pending_approval": "#1565c0",
+    "running": "#b26a00",
+    "done": "#2e7d32",
+    "error": "#c62828",
+    "denied": "#c62828",
+}
+
+
+def _div(cls: str, body: str, tag: str = "div", extra: str = "") -> str:
+    return f'<{tag} class="{cls}{extra}" style="{STYLE[cls]}">{body}</{tag}>'
+
+
+def pre_html(text: str, cls: str, accent: str = "") -> str:
+    edge = f"border-left:3px solid {accent};" if accent else ""
+    return f'<pre class="pi-pre {cls}" style="{STYLE["pi-pre"]}{edge}">{html.escape(text)}</pre>'
+
+
+def result_html(card: ToolCard) -> str:
+    """The result content, edged in the status colour so it reads apart from the arguments."""
+    return pre_html(clip(card.content), "pi-result", STATUS_COLOR.get(card.status, ""))
+
+
+def progress_html(text: str) -> str:
+    return _div("pi-progress", html.escape(text))
+
+
+def tool_head_html(card: ToolCard) -> str:
+    color = STATUS_COLOR.get(card.status, "#757575")
+    name = html.escape(card.name or "tool")
+    status = html.escape(status_label(card))
+    return _div(
+        "pi-tool-head",
+        f'<b>{name}</b> <span class="pi-status" style="color:{color};">{status}</span>',
+    )
+
+
+def details_html(card: ToolCard) -> str:
+    body = format_details(card.details)
+    if not body:
+        return ""
+    summary = f'<summary style="{STYLE["pi-summary"]}">Details</summary>'
+    return f'<details class="pi-details">{summary}{pre_html(body, "pi-details-body")}</details>'
+
+
+def _tool_html(card: ToolCard) -> str:
+    parts = [tool_head_html(card)]
+    args = format_args(card)
+    if args:
+        parts.append(pre_html(args, "pi-args"))
+    if card.progress:
+        parts.append(progress_html(card.progress))
+    if card.content:
+        parts.append(result_html(card))
+    parts.append(details_html(card))
+    return _div("pi-tool", "".join(parts), extra=f" pi-tool--{card.status}")
+
+
+def thinking_html(block: ThinkingBlock) -> str:
+    summary = f'<summary style="{STYLE["pi-summary"]}">Thinking</summary>'
+    body = "<p><em>[Reasoning redacted]</em></p>" if block.redacted else render_markdown(block.text)
+    return _div("pi-thinking", summary + body, tag="details")
+
+
+def footer_html(footer: Footer) -> str:
+    return _div("pi-footer", html.escape(footer_text(footer)))
+
+
+def prompt_html(prompt: str) -> str:
+    return _div("pi-prompt", "› " + html.escape(prompt)) if prompt else ""
+
+
+def user_html(item: UserItem) -> str:
+    return _div("pi-user", f"↳ {user_label(item)}: " + html.escape(item.text))
+
+
+def line_html(cls: str, text: str) -> str:
+    """A one-line section (``pi-queued``, ``pi-error``, ``pi-notice``), empty when ``text`` is."""
+    return _div(cls, html.escape(text)) if text else ""
+
+
+def render_html(state: ViewState) -> str:
+    """Self-contained static HTML of the run (inline styles, no scripts, all text escaped)."""
+    parts: list[str] = [prompt_html(state.prompt)]
+    for item in state.items:
+        if isinstance(item, TextBlock):
+            if item.text.strip():
+                parts.append(_div("pi-text", render_markdown(item.text)))
+        elif isinstance(item, ThinkingBlock):
+            if item.text.strip() or item.redacted:
+                parts.append(thinking_html(item))
+        elif isinstance(item, ToolCard):
+            parts.append(_tool_html(item))
+        else:
+            parts.append(user_html(item))
+    parts.append(line_html("pi-queued", queued_text(state)))
+    parts.append(line_html("pi-error", end_text(state)))
+    parts.append(line_html("pi-notice", state.notice))
+    parts.append(footer_html(state.footer))
+    return _div("pi-view", "".join(parts), extra=" pi-static")

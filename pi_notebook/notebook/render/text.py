@@ -1,0 +1,172 @@
+"""Deterministic plain text of a ``ViewState`` (what nbval compares), and the formatting of
+tool fields, statuses, the footer and the end line that the HTML and the live view share.
+
+No ids, times, token counts or costs in ``render_text``: two runs of the same conversation
+give the same bytes. Pure: no widget or IPython imports.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from ..view import FINAL_STATUSES, Footer, TextBlock, ThinkingBlock, ToolCard, UserItem, ViewState
+
+__all__ = [
+    "MAX_SHOWN",
+    "clip",
+    "end_text",
+    "footer_text",
+    "format_args",
+    "format_details",
+    "queued_text",
+    "render_text",
+    "status_label",
+    "user_label",
+]
+
+MAX_SHOWN = 20_000
+"""Characters of one tool field (arguments, result, details) kept in an output; a notebook is
+not the place for a 5 MB tool result, and the model already saw it."""
+
+_ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
+
+
+def _opaque(value: Any) -> Any:
+    dump = getattr(value, "model_dump", None)
+    if callable(dump):
+        return dump()
+    to_dict = getattr(value, "to_dict", None)
+    if callable(to_dict):
+        try:
+            return to_dict()
+        except Exception:  # a DataFrame's to_dict may need arguments; fall through
+            pass
+    text = repr(value)
+    # Memory addresses would make the text differ between two identical runs.
+    return f"<{type(value).__name__}>" if _ADDRESS.search(text) else text
+
+
+def clip(text: str) -> str:
+    if len(text) <= MAX_SHOWN:
+        return text
+    return f"{text[:MAX_SHOWN]}\n… ({len(text) - MAX_SHOWN} more characters)"
+
+
+def _dumps(value: Any, indent: int | None) -> str:
+    try:
+        return json.dumps(value, indent=indent, ensure_ascii=False, sort_keys=True, default=_opaque)
+    except (TypeError, ValueError):  # e.g. non-string keys that cannot be sorted
+        return str(_opaque(value))
+
+
+def format_args(card: ToolCard, *, indent: int | None = 2) -> str:
+    """The arguments as shown to the user: the raw JSON as it streams, then the final object,
+    on one line when it is short."""
+    if card.args is None:
+        return clip(card.args_text)
+    compact = _dumps(card.args, None)
+    return clip(compact if indent is None or len(compact) <= 80 else _dumps(card.args, indent))
+
+
+def format_details(details: Any, *, indent: int | None = 2) -> str:
+    """The details as text; nothing for ``None`` or an empty container (Pi's error results
+    carry ``details: {}``)."""
+    if details is None or (isinstance(details, dict | list | tuple | str) and not details):
+        return ""
+    if isinstance(details, str):
+        return clip(details)
+    return clip(_dumps(details, indent))
+
+
+_STATUS_LABEL = {
+    "streaming": "writing arguments",
+    "pending_approval": "awaiting approval",
+    "running": "running",
+    "done": "done",
+    "error": "error",
+    "denied": "denied",
+}
+
+
+def status_label(card: ToolCard) -> str:
+    if card.status == "streaming" and card.args is not None:
+        return "queued"
+    return _STATUS_LABEL.get(card.status, card.status)
+
+
+def footer_text(footer: Footer) -> str:
+    turns = f"{footer.turns} turn" + ("" if footer.turns == 1 else "s")
+    tokens = f"{footer.input_tokens:,} in / {footer.output_tokens:,} out tokens"
+    if footer.cache_read_tokens or footer.cache_write_tokens:
+        tokens += f" (cache {footer.cache_read_tokens:,} read / {footer.cache_write_tokens:,} write)"
+    parts = [turns, tokens, f"${footer.cost:.4f}", f"{footer.elapsed:.1f} s"]
+    if footer.model:
+        parts.append(footer.model)
+    return " · ".join(parts)
+
+
+def end_text(state: ViewState) -> str:
+    """One line on how the run ended, empty for a normal stop."""
+    reason = state.stop_reason
+    if reason == "aborted":
+        return f"Aborted: {state.error_message or 'the run was stopped'}"
+    if reason == "error" or state.error_message:
+        return f"Error: {state.error_message or 'unknown error'}"
+    if reason == "length":
+        return "Stopped: the response hit the output token limit"
+    return ""
+
+
+def user_label(item: UserItem) -> str:
+    return {"steer": "steer", "follow_up": "follow-up"}.get(item.origin, "message")
+
+
+def queued_text(state: ViewState) -> str:
+    return "\n".join(f"queued {user_label(UserItem(q.text, q.kind))}: {q.text}" for q in state.queued)
+
+
+# --- plain text ------------------------------------------------------------------------------
+
+
+def _indent(text: str, prefix: str = "    ") -> str:
+    return "\n".join(prefix + line if line else line for line in text.split("\n"))
+
+
+def _tool_text(card: ToolCard) -> str:
+    lines = [f"[tool] {card.name or '?'} ({status_label(card)})"]
+    args = format_args(card, indent=None)
+    if args:
+        lines.append(_indent(f"args: {args}"))
+    if card.content:
+        lines.append(_indent(f"result: {clip(card.content)}"))
+    details = format_details(card.details, indent=None)
+    if details:
+        lines.append(_indent(f"details: {details}"))
+    if card.progress and card.status not in FINAL_STATUSES:
+        lines.append(_indent(f"progress: {card.progress}"))
+    elif card.progress:
+        lines.append(_indent(card.progress))
+    return "\n".join(lines)
+
+
+def render_text(state: ViewState) -> str:
+    """Deterministic plain text of the whole run: prompt, thinking, text, tool calls with their
+    arguments, results and details, injected messages, how it ended and the notice."""
+    blocks: list[str] = [_indent(state.prompt, "> ")] if state.prompt else []
+    for item in state.items:
+        if isinstance(item, TextBlock):
+            if item.text.strip():
+                blocks.append(item.text.strip("\n"))
+        elif isinstance(item, ThinkingBlock):
+            if item.text.strip():
+                blocks.append("[thinking]\n" + _indent(item.text.strip("\n")))
+        elif isinstance(item, ToolCard):
+            blocks.append(_tool_text(item))
+        else:
+            blocks.append(_indent(item.text, f"> [{user_label(item)}] "))
+    for line in (queued_text(state), end_text(state), state.notice):
+        if line:
+            blocks.append(line)
+    return "\n\n".join(blocks) + "\n"
