@@ -45,8 +45,6 @@ from .types import (
     emit_event,
 )
 
-__all__ = ["ToolBatch", "call_tool_execute", "run_in_worker"]
-
 T = TypeVar("T")
 
 INJECTED_PARAMETERS = frozenset({"tool_call_id", "signal", "on_update"})
