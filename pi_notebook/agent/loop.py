@@ -14,9 +14,10 @@ Python mapping of Pi's contract:
   ``signal`` replaced. Without one, the process default applies (:func:`set_default_stream_fn`),
   which is ``pi_notebook.ai.stream_simple`` unless another was installed.
 * ``message_update.message`` is the provider's partial itself, not Pi's shallow copy: the copy
-  shares the content blocks anyway (so it protects only top-level fields) and costs ~3.5 µs per
-  token, a quarter of the HTTP floor. ``message_start`` still gets a copy, as in Pi. Copy a
-  partial if you keep it past the event.
+  shares the content blocks anyway (so it protects only top-level fields), and
+  ``bench.bench_agent`` measures it at 1.4-2.8 µs per token, two to three times the agent
+  layer's own per-token cost. ``message_start`` still gets a copy, as in Pi. Copy a partial if
+  you keep it past the event.
 
 Where this loop deliberately differs from Pi's (each is tested):
 1. ``agent_loop``/``agent_loop_continue`` always end their stream (Pi's stays open forever when
