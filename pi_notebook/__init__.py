@@ -1,8 +1,8 @@
 """pi_notebook: the Pi agent core in Python, running inside the Jupyter kernel.
 
-Layers (imports go one way only): ``ai`` <- ``agent`` <- ``notebook``. Importing this package
-does not import IPython; ``load_ipython_extension`` and ``current`` load the notebook layer
-on first use.
+Layers (imports go one way only): ``ai`` <- ``agent`` <- ``session`` <- ``notebook`` (see
+``docs/design.md``). Importing this package does not import IPython; the extension hooks and
+``current`` load the notebook layer on first use.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
-__all__ = ["__version__", "current", "load_ipython_extension"]
+__all__ = ["__version__", "current", "load_ipython_extension", "unload_ipython_extension"]
 
 if TYPE_CHECKING:
     from .agent import Agent
@@ -24,6 +24,7 @@ def load_ipython_extension(ipython: Any) -> None:
 
 
 def unload_ipython_extension(ipython: Any) -> None:
+    """``%unload_ext pi_notebook``: remove what ``load_ipython_extension`` registered."""
     from .notebook.extension import unload_ipython_extension as _unload
 
     _unload(ipython)

@@ -1,5 +1,11 @@
 """``pi_notebook.agent``: Pi's agent loop and the stateful ``Agent`` (``pi-agent-core``).
 
+* ``loop``: the stateless loop (``agent_loop``, ``run_agent_loop`` and their ``_continue``
+  forms) that streams turns and runs tools, emitting ``AgentEvent``s.
+* ``agent``: ``Agent``, which owns the transcript, the queues and the active run.
+* ``tools``: tool batches and the worker threads for sync tool code; ``decorator``: ``@tool``.
+* ``types``: messages, tools, hook contexts, the loop config and the events.
+
 Imports only ``pi_notebook.ai``; never IPython.
 """
 
@@ -32,7 +38,10 @@ from .types import (
     AgentToolUpdateCallback,
     BeforeToolCallContext,
     BeforeToolCallResult,
+    ConvertToLlm,
+    CustomAgentMessage,
     MessageEndEvent,
+    MessageSource,
     MessageStartEvent,
     MessageUpdateEvent,
     PrepareNextTurnContext,
@@ -44,6 +53,7 @@ from .types import (
     ToolExecutionMode,
     ToolExecutionStartEvent,
     ToolExecutionUpdateEvent,
+    TransformContext,
     TurnContext,
     TurnEndEvent,
     TurnStartEvent,
@@ -68,8 +78,11 @@ __all__ = [
     "AgentToolUpdateCallback",
     "BeforeToolCallContext",
     "BeforeToolCallResult",
+    "ConvertToLlm",
+    "CustomAgentMessage",
     "FunctionTool",
     "MessageEndEvent",
+    "MessageSource",
     "MessageStartEvent",
     "MessageUpdateEvent",
     "PrepareNextTurnContext",
@@ -81,6 +94,7 @@ __all__ = [
     "ToolExecutionMode",
     "ToolExecutionStartEvent",
     "ToolExecutionUpdateEvent",
+    "TransformContext",
     "TurnContext",
     "TurnEndEvent",
     "TurnStartEvent",

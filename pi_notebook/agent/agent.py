@@ -2,20 +2,27 @@
 and runtime state, the steering/follow-up queues and the abort controller of the active run,
 and turns every loop event into a state change followed by awaited listeners.
 
-Semantics are Pi's (spec section 5), with these Python specifics:
+Semantics are Pi's: one run at a time (``prompt``/``continue_`` raise while one is active),
+state is reduced from each event before the listeners see it, listeners are awaited in
+subscription order, and a run that raises ends with a failure turn. Python specifics:
 * ``prompt`` and ``continue_`` run the loop in a task of their own and await it. When the
   awaiting task is cancelled (a kernel interrupt), the run is aborted and allowed to finish its
   event sequence (aborted turn, ``agent_end``), then ``CancelledError`` is re-raised. A second
   cancellation while waiting stops the run at once; it still closes with a failure turn.
-* ``reset()`` aborts the active run first (DESIGN fix 5). The run's closing events still reach
-  listeners but no longer touch the (cleared) state; ``is_streaming`` stays true until it has
-  settled, so ``await wait_for_idle()`` before prompting again.
-* A run stopped by ``abort()`` between turns (fix 2, no extra aborted turn) leaves
-  ``state.error_message`` at ``"Request was aborted"``, as Pi's extra aborted turn would.
+* ``reset()`` aborts the active run before clearing (Pi's leaves it running against the cleared
+  state). The run's closing events still reach listeners but no longer touch the cleared
+  state; ``is_streaming`` stays true until it has settled, so ``await wait_for_idle()`` before
+  prompting again.
+* A run stopped by ``abort()`` between turns ends without the extra aborted turn Pi would ask
+  the provider for, and still leaves ``state.error_message`` at ``"Request was aborted"``, as
+  that turn would have.
 * A crash closes the run with a complete failure turn (see ``loop.RunTracker``): events that
   are already open get their ends; nothing is emitted after ``agent_end``.
 * ``should_stop_after_turn`` is an option Pi's ``Agent`` lacks (the notebook's ``--max-turns``).
 * ``steer``/``follow_up``/``prompt`` accept a plain string (one text block).
+* The runtime fields (``is_streaming``, ``streaming_message``, ``pending_tool_calls``,
+  ``error_message``) live in a ``_RunState`` that only the ``Agent`` writes; ``AgentState``
+  exposes them read-only.
 """
 
 from __future__ import annotations
@@ -24,14 +31,15 @@ import asyncio
 import inspect
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from ..ai.abort import ABORT_MESSAGE, AbortController, AbortSignal
 from ..ai.event_stream import spawn
 from ..ai.options import OnPayload, OnResponse, Transport
-from ..ai.types import ImageContent, Model, ModelCost, TextContent, UserMessage, now_ms
+from ..ai.types import AssistantMessage, ImageContent, Model, ModelCost, TextContent, UserMessage, now_ms
 from .loop import RunTracker, get_default_stream_fn, run_agent_loop, run_agent_loop_continue
 from .queues import PendingMessageQueue
+from .tools import resolve
 from .types import (
     AfterToolCallHook,
     AgentContext,
@@ -39,8 +47,10 @@ from .types import (
     AgentEvent,
     AgentListener,
     AgentLoopConfig,
+    AgentMessage,
     AgentTool,
     BeforeToolCallHook,
+    ConvertToLlm,
     MessageEndEvent,
     MessageStartEvent,
     MessageUpdateEvent,
@@ -50,12 +60,15 @@ from .types import (
     ToolExecutionEndEvent,
     ToolExecutionMode,
     ToolExecutionStartEvent,
+    TransformContext,
     TurnContext,
     TurnEndEvent,
     _default_convert_to_llm,
+    emit_event,
 )
 
-PROMPT_BUSY = "Agent is already processing a prompt. Use steer() or followUp() to queue messages, or wait for completion."  # noqa: E501
+# Pi's error texts, word for word, except that methods are named as Python spells them.
+PROMPT_BUSY = "Agent is already processing a prompt. Use steer() or follow_up() to queue messages, or wait for completion."  # noqa: E501
 CONTINUE_BUSY = "Agent is already processing. Wait for completion before continuing."
 
 
@@ -75,40 +88,48 @@ def default_model() -> Model:
     )
 
 
-class AgentState:
-    """The live state (``agent.state`` is always the same object). ``tools``/``messages``
-    store a shallow copy when assigned and return the stored list when read; the runtime fields
-    are read-only and ``pending_tool_calls`` is a new frozenset on every change."""
+class _RunState:
+    """The runtime half of ``AgentState``: written only by the ``Agent`` that owns it."""
 
-    __slots__ = (
-        "_error_message",
-        "_is_streaming",
-        "_messages",
-        "_pending_tool_calls",
-        "_streaming_message",
-        "_tools",
-        "model",
-        "system_prompt",
-        "thinking_level",
-    )
+    __slots__ = ("error_message", "is_streaming", "pending_tool_calls", "streaming_message")
+
+    def __init__(self) -> None:
+        self.is_streaming = False
+        self.streaming_message: AgentMessage | None = None
+        self.pending_tool_calls: frozenset[str] = frozenset()
+        self.error_message: str | None = None
+
+    def clear(self) -> None:
+        """Forget the streaming message, the pending tool calls and the error."""
+        self.streaming_message = None
+        self.pending_tool_calls = frozenset()
+        self.error_message = None
+
+
+class AgentState:
+    """The live state (``agent.state`` is always the same object; the ``Agent`` makes it).
+    ``tools``/``messages`` store a shallow copy when assigned and return the stored list when
+    read; the runtime fields are read-only views of the agent's run state, and
+    ``pending_tool_calls`` is a new frozenset on every change."""
+
+    __slots__ = ("_messages", "_run", "_tools", "model", "system_prompt", "thinking_level")
 
     def __init__(
         self,
+        run: _RunState,
+        *,
         system_prompt: str = "",
         model: Model | None = None,
         thinking_level: ThinkingLevel = "off",
         tools: Sequence[AgentTool] = (),
-        messages: Sequence[Any] = (),
+        messages: Sequence[AgentMessage] = (),
     ) -> None:
         self.system_prompt = system_prompt
         self.model = model if model is not None else default_model()
         self.thinking_level: ThinkingLevel = thinking_level
         self._tools = list(tools)
         self._messages = list(messages)
-        self._is_streaming = False
-        self._streaming_message: Any = None
-        self._pending_tool_calls: frozenset[str] = frozenset()
-        self._error_message: str | None = None
+        self._run = run
 
     @property
     def tools(self) -> list[AgentTool]:
@@ -119,33 +140,33 @@ class AgentState:
         self._tools = list(tools)
 
     @property
-    def messages(self) -> list[Any]:
+    def messages(self) -> list[AgentMessage]:
         return self._messages
 
     @messages.setter
-    def messages(self, messages: Sequence[Any]) -> None:
+    def messages(self, messages: Sequence[AgentMessage]) -> None:
         self._messages = list(messages)
 
     @property
     def is_streaming(self) -> bool:
-        return self._is_streaming
+        return self._run.is_streaming
 
     @property
-    def streaming_message(self) -> Any:
-        return self._streaming_message
+    def streaming_message(self) -> AgentMessage | None:
+        return self._run.streaming_message
 
     @property
     def pending_tool_calls(self) -> frozenset[str]:
-        return self._pending_tool_calls
+        return self._run.pending_tool_calls
 
     @property
     def error_message(self) -> str | None:
-        return self._error_message
+        return self._run.error_message
 
     def __repr__(self) -> str:
         return (
             f"AgentState(model={self.model.provider}:{self.model.id}, messages={len(self._messages)}, "
-            f"tools={[t.name for t in self._tools]}, is_streaming={self._is_streaming})"
+            f"tools={[t.name for t in self._tools]}, is_streaming={self._run.is_streaming})"
         )
 
 
@@ -172,8 +193,8 @@ class Agent:
         *,
         stream_fn: StreamFn | None = None,
         initial_state: dict[str, Any] | None = None,
-        convert_to_llm: Callable[[list[Any]], Any] | None = None,
-        transform_context: Callable[[list[Any], AbortSignal | None], Any] | None = None,
+        convert_to_llm: ConvertToLlm | None = None,
+        transform_context: TransformContext | None = None,
         get_api_key: Callable[[str], Any] | None = None,
         before_tool_call: BeforeToolCallHook | None = None,
         after_tool_call: AfterToolCallHook | None = None,
@@ -193,9 +214,10 @@ class Agent:
         unknown = set(initial_state or {}) - _INITIAL_STATE_KEYS
         if unknown:
             raise TypeError(f"unknown initial_state key(s): {', '.join(sorted(unknown))}")
-        self._state = AgentState(**(initial_state or {}))
+        self._run_state = _RunState()
+        self._state = AgentState(self._run_state, **(initial_state or {}))
         self.stream_fn: StreamFn = stream_fn if stream_fn is not None else get_default_stream_fn()
-        self.convert_to_llm = convert_to_llm or _default_convert_to_llm
+        self.convert_to_llm: ConvertToLlm = convert_to_llm or _default_convert_to_llm
         self.transform_context = transform_context
         self.get_api_key = get_api_key
         self.before_tool_call = before_tool_call
@@ -249,11 +271,11 @@ class Agent:
     def follow_up_mode(self, mode: QueueMode) -> None:
         self._follow_ups.mode = mode
 
-    def steer(self, message: Any) -> None:
+    def steer(self, message: AgentMessage | str) -> None:
         """Queue a message for injection after the current turn (a str becomes a user message)."""
         self._steering.enqueue(_user_message(message) if isinstance(message, str) else message)
 
-    def follow_up(self, message: Any) -> None:
+    def follow_up(self, message: AgentMessage | str) -> None:
         """Queue a message for when the agent would otherwise stop."""
         self._follow_ups.enqueue(_user_message(message) if isinstance(message, str) else message)
 
@@ -285,30 +307,33 @@ class Agent:
             await asyncio.shield(self._active_run.done)
 
     def reset(self) -> None:
-        """Abort the active run (fix 5), then clear the transcript, runtime state and queues."""
+        """Abort the active run, then clear the transcript, runtime state and queues. (Pi's
+        ``reset`` leaves a run going, whose remaining events then land in the cleared state.)"""
         run = self._active_run
         if run is not None:
             run.controller.abort()
             run.detached = True
-        state = self._state
-        state.messages = []
-        state._streaming_message = None
-        state._pending_tool_calls = frozenset()
-        state._error_message = None
+        self._state.messages = []
+        self._run_state.clear()
         self.clear_all_queues()
 
     # -- running ------------------------------------------------------------------------------------
 
-    async def prompt(self, input: Any, images: Sequence[ImageContent] | None = None) -> None:
+    async def prompt(
+        self,
+        input: str | AgentMessage | Sequence[AgentMessage],
+        images: Sequence[ImageContent] | None = None,
+    ) -> None:
         """Run from text (plus images), one message or a list of messages."""
         if self._active_run is not None:
             raise RuntimeError(PROMPT_BUSY)
+        messages: list[AgentMessage]
         if isinstance(input, str):
             messages = [_user_message(input, images)]
         elif isinstance(input, list | tuple):
             messages = list(input)
         else:
-            messages = [input]
+            messages = [cast("AgentMessage", input)]
         await self._run_prompt_messages(messages)
 
     async def continue_(self) -> None:
@@ -332,7 +357,7 @@ class Agent:
         await self._await_run(self._start_run(self._continuation))
 
     async def _run_prompt_messages(
-        self, messages: list[Any], skip_initial_steering_poll: bool = False
+        self, messages: list[AgentMessage], skip_initial_steering_poll: bool = False
     ) -> None:
         async def execute(run: _ActiveRun) -> None:
             await run_agent_loop(
@@ -365,7 +390,7 @@ class Agent:
         state = self._state
         skip = [skip_initial_steering_poll]
 
-        def get_steering_messages() -> list[Any]:
+        def get_steering_messages() -> list[AgentMessage]:
             if skip[0]:
                 skip[0] = False
                 return []
@@ -402,7 +427,7 @@ class Agent:
             result = self.prepare_next_turn(self.signal)
         else:
             return None
-        return await result if inspect.isawaitable(result) else result
+        return await resolve(result)
 
     # -- run lifecycle --------------------------------------------------------------------------------
 
@@ -412,10 +437,10 @@ class Agent:
             raise RuntimeError("Agent is already processing.")
         run = _ActiveRun(AbortController(), asyncio.get_running_loop().create_future())
         self._active_run = run
-        state = self._state
-        state._is_streaming = True
-        state._streaming_message = None
-        state._error_message = None
+        live = self._run_state
+        live.is_streaming = True
+        live.streaming_message = None
+        live.error_message = None
         return spawn(self._lifecycle(run, executor))
 
     async def _lifecycle(self, run: _ActiveRun, executor: Callable[[_ActiveRun], Awaitable[None]]) -> None:
@@ -425,21 +450,19 @@ class Agent:
             # Exceptions and our own hard stop (CancelledError) close the run with a failure turn.
             aborted = run.controller.signal.aborted
             for event in run.tracker.failure_events(exc, self._state.model, aborted, with_run_messages=False):
-                result = self._process_event(run, event)
-                if result is not None:
-                    await result
+                await emit_event(lambda e: self._process_event(run, e), event)
             if not isinstance(exc, Exception | asyncio.CancelledError):
                 raise
         finally:
             self._finish_run(run)
 
     def _finish_run(self, run: _ActiveRun) -> None:
-        state = self._state
-        state._is_streaming = False
-        state._streaming_message = None
-        state._pending_tool_calls = frozenset()
-        if run.controller.signal.aborted and state._error_message is None and not run.detached:
-            state._error_message = ABORT_MESSAGE
+        live = self._run_state
+        live.is_streaming = False
+        live.streaming_message = None
+        live.pending_tool_calls = frozenset()
+        if run.controller.signal.aborted and live.error_message is None and not run.detached:
+            live.error_message = ABORT_MESSAGE
         self._active_run = None
         if not run.done.done():
             run.done.set_result(None)
@@ -466,7 +489,7 @@ class Agent:
         the first one that returns an awaitable on, the rest run in the returned coroutine."""
         if type(event) is MessageUpdateEvent:  # the per-token event: only the streaming message changes
             if not run.detached:
-                self._state._streaming_message = event.message
+                self._run_state.streaming_message = event.message
         else:
             run.tracker.observe(event)
             if not run.detached:
@@ -487,24 +510,22 @@ class Agent:
     ) -> None:
         await pending
         for listener in rest:
-            result = listener(event, signal)
-            if result is not None and inspect.isawaitable(result):
-                await result
+            await resolve(listener(event, signal))
 
     def _reduce(self, event: AgentEvent) -> None:
-        state = self._state
+        live = self._run_state
         if isinstance(event, MessageUpdateEvent | MessageStartEvent):
-            state._streaming_message = event.message
+            live.streaming_message = event.message
         elif isinstance(event, MessageEndEvent):
-            state._streaming_message = None
-            state._messages.append(event.message)
+            live.streaming_message = None
+            self._state.messages.append(event.message)
         elif isinstance(event, ToolExecutionStartEvent):
-            state._pending_tool_calls = state._pending_tool_calls | {event.tool_call_id}
+            live.pending_tool_calls = live.pending_tool_calls | {event.tool_call_id}
         elif isinstance(event, ToolExecutionEndEvent):
-            state._pending_tool_calls = state._pending_tool_calls - {event.tool_call_id}
+            live.pending_tool_calls = live.pending_tool_calls - {event.tool_call_id}
         elif isinstance(event, TurnEndEvent):
             message = event.message
-            if getattr(message, "role", None) == "assistant" and getattr(message, "error_message", None):
-                state._error_message = message.error_message
+            if isinstance(message, AssistantMessage) and message.error_message:
+                live.error_message = message.error_message
         elif isinstance(event, AgentEndEvent):
-            state._streaming_message = None
+            live.streaming_message = None

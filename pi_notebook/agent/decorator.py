@@ -30,8 +30,6 @@ from .types import (
     ToolExecutionMode,
 )
 
-__all__ = ["FunctionTool", "parse_docstring", "tool"]
-
 T = TypeVar("T")
 
 

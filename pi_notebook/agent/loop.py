@@ -14,23 +14,26 @@ Python mapping of Pi's contract:
   ``signal`` replaced. Without one, the process default applies (:func:`set_default_stream_fn`),
   which is ``pi_notebook.ai.stream_simple`` unless another was installed.
 * ``message_update.message`` is the provider's partial itself, not Pi's shallow copy: the copy
-  shares the content blocks anyway (so it protects only top-level fields) and costs ~3.5 µs per
-  token, a quarter of the HTTP floor. ``message_start`` still gets a copy, as in Pi. Copy a
-  partial if you keep it past the event.
+  shares the content blocks anyway (so it protects only top-level fields), and
+  ``bench.bench_agent`` measures it at 1.4-2.8 µs per token, two to three times the agent
+  layer's own per-token cost. ``message_start`` still gets a copy, as in Pi. Copy a partial if
+  you keep it past the event.
 
-Deliberate fixes (DESIGN.md section 3):
-1. ``agent_loop``/``agent_loop_continue`` always end their stream. When the run raises, the
-   stream gets a failure ending (:class:`RunTracker`): ``tool_execution_end`` (error) for open
-   tool executions, then ``message_start`` (unless a message is open) and ``message_end`` of an
-   assistant message with empty text, ``stop_reason`` ``"error"`` (``"aborted"`` if the signal
-   fired) and the exception text, ``turn_end`` and ``agent_end`` whose messages are every message
-   that reached ``message_end`` plus the failure message; ``turn_start``/``agent_start`` are
-   emitted first when none is open, so every start has its end.
+Where this loop deliberately differs from Pi's (each is tested):
+1. ``agent_loop``/``agent_loop_continue`` always end their stream (Pi's stays open forever when
+   the run throws). When the run raises, the stream gets a failure ending (:class:`RunTracker`):
+   ``tool_execution_end`` (error) for open tool executions, then ``message_start`` (unless a
+   message is open) and ``message_end`` of an assistant message with empty text,
+   ``stop_reason`` ``"error"`` (``"aborted"`` if the signal fired) and the exception text,
+   ``turn_end`` and ``agent_end`` whose messages are every message that reached ``message_end``
+   plus the failure message; ``turn_start``/``agent_start`` are emitted first when none is
+   open, so every start has its end.
 2. The signal is checked between turns: after an abort the run ends at the turn boundary with
-   ``agent_end`` instead of asking the provider for an aborted empty turn.
+   ``agent_end`` instead of asking the provider for an aborted empty turn, as Pi does.
 3. When an abort stops a tool batch, every tool call of that message that would get no result
    gets ``tool_execution_start``/``tool_execution_end`` and an ``Operation aborted`` error
-   result, so the transcript replays to any provider.
+   result, so the transcript replays to any provider (providers reject a tool call without a
+   result).
 """
 
 from __future__ import annotations
@@ -38,15 +41,16 @@ from __future__ import annotations
 import copy
 import dataclasses
 import inspect
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
 from ..ai.abort import AbortSignal
-from ..ai.event_stream import EventStream
+from ..ai.event_stream import AssistantMessageEventStream, EventStream
 from ..ai.events import BLOCK_EVENT_TYPES
 from ..ai.types import (
     AssistantMessage,
     Context,
+    LlmMessage,
     Model,
     TextContent,
     ToolCall,
@@ -63,9 +67,11 @@ from .types import (
     AgentEventSink,
     AgentLoopConfig,
     AgentLoopTurnUpdate,
+    AgentMessage,
     AgentStartEvent,
     AgentToolResult,
     MessageEndEvent,
+    MessageSource,
     MessageStartEvent,
     MessageUpdateEvent,
     StreamFn,
@@ -74,6 +80,7 @@ from .types import (
     TurnContext,
     TurnEndEvent,
     TurnStartEvent,
+    emit_event,
 )
 
 _LLM_MESSAGE_TYPES = frozenset({UserMessage, AssistantMessage, ToolResultMessage})
@@ -105,14 +112,15 @@ def get_default_stream_fn() -> StreamFn:
 
 
 def agent_loop(
-    prompts: Sequence[Any],
+    prompts: Sequence[AgentMessage],
     context: AgentContext,
     config: AgentLoopConfig,
     signal: AbortSignal | None = None,
     stream_fn: StreamFn | None = None,
-) -> EventStream[AgentEvent, list[Any]]:
+) -> EventStream[AgentEvent, list[AgentMessage]]:
     """Run :func:`run_agent_loop` in the background and stream its events; ``result()`` is the
-    run's new messages. The stream always ends (fix 1, see the module docstring)."""
+    run's new messages. The stream always ends, with a failure turn if the run raises (see the
+    module docstring)."""
     return _streamed(
         config, signal, lambda emit: run_agent_loop(prompts, context, config, emit, signal, stream_fn)
     )
@@ -123,7 +131,7 @@ def agent_loop_continue(
     config: AgentLoopConfig,
     signal: AbortSignal | None = None,
     stream_fn: StreamFn | None = None,
-) -> EventStream[AgentEvent, list[Any]]:
+) -> EventStream[AgentEvent, list[AgentMessage]]:
     """Like :func:`agent_loop` from the existing context; raises ``ValueError`` at once when there
     is nothing to continue from. The last message must convert to a user or tool result
     message through ``convert_to_llm`` (custom roles are the caller's responsibility)."""
@@ -134,24 +142,24 @@ def agent_loop_continue(
 
 
 async def run_agent_loop(  # noqa: PLR0917 (Pi's call shape)
-    prompts: Sequence[Any],
+    prompts: Sequence[AgentMessage],
     context: AgentContext,
     config: AgentLoopConfig,
     emit: AgentEventSink,
     signal: AbortSignal | None = None,
     stream_fn: StreamFn | None = None,
-) -> list[Any]:
+) -> list[AgentMessage]:
     """Run the loop with new prompt messages, awaiting ``emit`` for every event; returns the
     run's new messages (the prompts first). Exceptions from hooks and ``emit`` propagate."""
     new_messages = list(prompts)
     current = AgentContext(
         system_prompt=context.system_prompt, tools=context.tools, messages=[*context.messages, *prompts]
     )
-    await _emit(emit, AgentStartEvent())
-    await _emit(emit, TurnStartEvent())
+    await emit_event(emit, AgentStartEvent())
+    await emit_event(emit, TurnStartEvent())
     for prompt in prompts:
-        await _emit(emit, MessageStartEvent(prompt))
-        await _emit(emit, MessageEndEvent(prompt))
+        await emit_event(emit, MessageStartEvent(prompt))
+        await emit_event(emit, MessageEndEvent(prompt))
     await _Run(
         current,
         new_messages=new_messages,
@@ -169,15 +177,15 @@ async def run_agent_loop_continue(
     emit: AgentEventSink,
     signal: AbortSignal | None = None,
     stream_fn: StreamFn | None = None,
-) -> list[Any]:
+) -> list[AgentMessage]:
     """Continue from ``context`` without new prompts. As in Pi, the working context shares the
     caller's ``messages`` list, which therefore receives the run's messages (``Agent`` passes a
     copy)."""
     _check_continuable(context)
-    new_messages: list[Any] = []
+    new_messages: list[AgentMessage] = []
     current = dataclasses.replace(context)
-    await _emit(emit, AgentStartEvent())
-    await _emit(emit, TurnStartEvent())
+    await emit_event(emit, AgentStartEvent())
+    await emit_event(emit, TurnStartEvent())
     await _Run(
         current,
         new_messages=new_messages,
@@ -199,9 +207,9 @@ def _check_continuable(context: AgentContext) -> None:
 def _streamed(
     config: AgentLoopConfig,
     signal: AbortSignal | None,
-    run: Callable[[AgentEventSink], Awaitable[list[Any]]],
-) -> EventStream[AgentEvent, list[Any]]:
-    stream: EventStream[AgentEvent, list[Any]] = EventStream(_is_agent_end, _agent_end_messages)
+    run: Callable[[AgentEventSink], Awaitable[list[AgentMessage]]],
+) -> EventStream[AgentEvent, list[AgentMessage]]:
+    stream: EventStream[AgentEvent, list[AgentMessage]] = EventStream(_is_agent_end, _agent_end_messages)
 
     async def produce() -> None:
         tracker = RunTracker()
@@ -230,11 +238,11 @@ def _is_agent_end(event: AgentEvent) -> bool:
     return event.type == "agent_end"
 
 
-def _agent_end_messages(event: AgentEvent) -> list[Any]:
+def _agent_end_messages(event: AgentEvent) -> list[AgentMessage]:
     return event.messages if isinstance(event, AgentEndEvent) else []
 
 
-# --- failure endings (fix 1; also the Agent's failure path) ----------------------------------
+# --- failure endings (a raising run still closes every event it opened) -----------------------
 
 
 def failure_message(model: Model, error: BaseException, aborted: bool) -> AssistantMessage:
@@ -258,7 +266,7 @@ class RunTracker:
     def __init__(self) -> None:
         self.started = self.turn_open = self.message_open = self.ended = False
         self.tools: dict[str, str] = {}
-        self.messages: list[Any] = []
+        self.messages: list[AgentMessage] = []
 
     def observe(self, event: AgentEvent) -> None:
         if isinstance(event, MessageUpdateEvent):
@@ -308,12 +316,6 @@ class RunTracker:
 # --- helpers -------------------------------------------------------------------------------
 
 
-async def _emit(emit: AgentEventSink, event: AgentEvent) -> None:
-    result = emit(event)
-    if result is not None and _isawaitable(result):
-        await result
-
-
 def _with(config: AgentLoopConfig, **changes: Any) -> AgentLoopConfig:
     """``dataclasses.replace`` without re-running ``__init__`` over ~30 fields on every request."""
     changed = copy.copy(config)
@@ -337,7 +339,7 @@ class _Run:
         self,
         ctx: AgentContext,
         *,
-        new_messages: list[Any],
+        new_messages: list[AgentMessage],
         config: AgentLoopConfig,
         signal: AbortSignal | None,
         emit: AgentEventSink,
@@ -349,29 +351,24 @@ class _Run:
     def aborted(self) -> bool:
         return self.signal is not None and self.signal.aborted
 
-    async def emit(self, event: AgentEvent) -> None:
-        result = self.sink(event)
-        if result is not None and _isawaitable(result):
-            await result
-
     # -- turns ------------------------------------------------------------------------------
 
     async def run(self) -> None:
         first_turn = True
-        pending: list[Any] = await self._poll(self.config.get_steering_messages)
+        pending: list[AgentMessage] = await self._poll(self.config.get_steering_messages)
         while True:
             has_more_tool_calls = True
             while has_more_tool_calls or pending:
                 if first_turn:
                     first_turn = False
                 else:
-                    await self.emit(TurnStartEvent())
+                    await emit_event(self.sink, TurnStartEvent())
                 outcome = await self._turn(pending)
                 if outcome is None:
                     return
                 has_more_tool_calls = outcome
-                if self.aborted():  # fix 2: no further turn (and no queue drained) after an abort
-                    await self.emit(AgentEndEvent(self.new_messages))
+                if self.aborted():  # no further turn (and no queue drained) after an abort
+                    await emit_event(self.sink, AgentEndEvent(self.new_messages))
                     return
                 pending = await self._poll(self.config.get_steering_messages)
             if self.aborted():
@@ -380,20 +377,20 @@ class _Run:
             if not follow_ups:
                 break
             pending = follow_ups
-        await self.emit(AgentEndEvent(self.new_messages))
+        await emit_event(self.sink, AgentEndEvent(self.new_messages))
 
-    async def _turn(self, pending: list[Any]) -> bool | None:
+    async def _turn(self, pending: list[AgentMessage]) -> bool | None:
         """One turn; returns whether tool calls ask for another, or None when the run ended."""
         for message in pending:
-            await self.emit(MessageStartEvent(message))
-            await self.emit(MessageEndEvent(message))
+            await emit_event(self.sink, MessageStartEvent(message))
+            await emit_event(self.sink, MessageEndEvent(message))
             self.ctx.messages.append(message)
             self.new_messages.append(message)
         message = await self._stream_assistant_response()
         self.new_messages.append(message)
         if message.stop_reason in ("error", "aborted"):
-            await self.emit(TurnEndEvent(message, []))
-            await self.emit(AgentEndEvent(self.new_messages))
+            await emit_event(self.sink, TurnEndEvent(message, []))
+            await emit_event(self.sink, AgentEndEvent(self.new_messages))
             return None
         tool_results: list[ToolResultMessage] = []
         has_more_tool_calls = False
@@ -407,11 +404,11 @@ class _Run:
             has_more_tool_calls = not terminate
             self.ctx.messages.extend(tool_results)
             self.new_messages.extend(tool_results)
-        await self.emit(TurnEndEvent(message, tool_results))
+        await emit_event(self.sink, TurnEndEvent(message, tool_results))
         if self.aborted():
             return has_more_tool_calls
         if await self._after_turn(message, tool_results):
-            await self.emit(AgentEndEvent(self.new_messages))
+            await emit_event(self.sink, AgentEndEvent(self.new_messages))
             return None
         return has_more_tool_calls
 
@@ -437,7 +434,7 @@ class _Run:
         return bool(await resolve(config.should_stop_after_turn(turn)))
 
     @staticmethod
-    async def _poll(source: Callable[[], Any] | None) -> list[Any]:
+    async def _poll(source: MessageSource | None) -> list[AgentMessage]:
         if source is None:
             return []
         return list(await resolve(source()) or [])
@@ -459,11 +456,15 @@ class _Run:
             response = await response
         return await self._consume(response, ctx.messages)
 
-    async def _consume(self, response: Any, messages: list[Any]) -> AssistantMessage:
+    async def _consume(
+        self, response: AssistantMessageEventStream, messages: list[AgentMessage]
+    ) -> AssistantMessage:
         """The per-token path: one ``message_update`` per block event, no copies, no validation."""
         sink = self.sink
         partial: AssistantMessage | None = None
-        events = response.__aiter__()
+        # Typed loosely: events are told apart by their ``type`` string (one set lookup per
+        # token), which the type checker cannot narrow the event union by.
+        events: AsyncIterator[Any] = response.__aiter__()
         try:
             async for event in events:
                 kind = event.type
@@ -471,13 +472,15 @@ class _Run:
                     if partial is not None:  # block events before ``start`` are ignored, as in Pi
                         partial = event.partial
                         messages[-1] = partial
+                        # ``emit_event`` inlined: this runs once per token, and the extra coroutine
+                        # (~0.15 µs) would be a tenth of the agent layer's own per-token cost.
                         result = sink(MessageUpdateEvent(partial, event))
                         if result is not None and _isawaitable(result):
                             await result
                 elif kind == "start":
                     partial = event.partial
                     messages.append(partial)
-                    await self.emit(MessageStartEvent(partial.model_copy()))
+                    await emit_event(self.sink, MessageStartEvent(partial.model_copy()))
                 elif kind in _TERMINAL:
                     break
         finally:
@@ -489,12 +492,12 @@ class _Run:
             messages[-1] = final
         else:
             messages.append(final)
-            await self.emit(MessageStartEvent(final.model_copy()))
-        await self.emit(MessageEndEvent(final))
+            await emit_event(self.sink, MessageStartEvent(final.model_copy()))
+        await emit_event(self.sink, MessageEndEvent(final))
         return final
 
     @staticmethod
-    def _llm_context(ctx: AgentContext, llm_messages: list[Any]) -> Context:
+    def _llm_context(ctx: AgentContext, llm_messages: list[LlmMessage]) -> Context:
         tools = None if ctx.tools is None else [tool.to_tool() for tool in ctx.tools]
         if set(map(type, llm_messages)) <= _LLM_MESSAGE_TYPES:
             # Already typed messages: skip re-validating the whole history on every call.

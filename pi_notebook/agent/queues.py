@@ -6,9 +6,7 @@
 
 from __future__ import annotations
 
-from typing import Any
-
-from .types import QueueMode
+from .types import AgentMessage, QueueMode
 
 
 class PendingMessageQueue:
@@ -16,9 +14,9 @@ class PendingMessageQueue:
 
     def __init__(self, mode: QueueMode = "one-at-a-time") -> None:
         self.mode: QueueMode = mode
-        self._messages: list[Any] = []
+        self._messages: list[AgentMessage] = []
 
-    def enqueue(self, message: Any) -> None:
+    def enqueue(self, message: AgentMessage) -> None:
         self._messages.append(message)
 
     def has_items(self) -> bool:
@@ -27,7 +25,7 @@ class PendingMessageQueue:
     def __len__(self) -> int:
         return len(self._messages)
 
-    def drain(self) -> list[Any]:
+    def drain(self) -> list[AgentMessage]:
         if self.mode == "all":
             drained, self._messages = self._messages, []
             return drained

@@ -30,7 +30,6 @@ from .types import (
     AfterToolCallContext,
     AfterToolCallResult,
     AgentContext,
-    AgentEvent,
     AgentEventSink,
     AgentLoopConfig,
     AgentTool,
@@ -43,9 +42,8 @@ from .types import (
     ToolExecutionEndEvent,
     ToolExecutionStartEvent,
     ToolExecutionUpdateEvent,
+    emit_event,
 )
-
-__all__ = ["ToolBatch", "call_tool_execute", "run_in_worker"]
 
 T = TypeVar("T")
 
@@ -158,7 +156,10 @@ def _tool_result_message(final: _Finalized) -> ToolResultMessage:
 class ToolBatch:
     """Runs the tool calls of one assistant message: preparation (arguments, validation,
     ``before_tool_call``), execution, ``after_tool_call``, and the events, in sequential or
-    parallel mode (spec 4.5), including fix 3 (aborted results for calls an abort skipped)."""
+    parallel mode. Parallel mode prepares the calls strictly in order (each gets its
+    ``tool_execution_start`` first), runs them concurrently, emits ``tool_execution_end`` in
+    completion order and the result messages in source order. A call an abort kept from running
+    still gets an ``Operation aborted`` error result, so every tool call has a result."""
 
     def __init__(
         self, context: AgentContext, config: AgentLoopConfig, signal: AbortSignal | None, emit: AgentEventSink
@@ -168,15 +169,10 @@ class ToolBatch:
     def aborted(self) -> bool:
         return self.signal is not None and self.signal.aborted
 
-    async def emit(self, event: AgentEvent) -> None:
-        result = self.sink(event)
-        if result is not None and inspect.isawaitable(result):
-            await result
-
     async def fail_truncated(self, calls: list[ToolCall]) -> tuple[list[ToolResultMessage], bool]:
         results = []
         for call in calls:
-            await self.emit(ToolExecutionStartEvent(call.id, call.name, call.arguments))
+            await emit_event(self.sink, ToolExecutionStartEvent(call.id, call.name, call.arguments))
             results.append(await self._settle(_failed(call, TRUNCATED_TOOL_CALL.format(name=call.name))))
         return results, False
 
@@ -187,12 +183,12 @@ class ToolBatch:
 
     async def _emit_end(self, final: _Finalized) -> None:
         call = final.tool_call
-        await self.emit(ToolExecutionEndEvent(call.id, call.name, final.result, final.is_error))
+        await emit_event(self.sink, ToolExecutionEndEvent(call.id, call.name, final.result, final.is_error))
 
     async def _emit_result_message(self, final: _Finalized) -> ToolResultMessage:
         message = _tool_result_message(final)
-        await self.emit(MessageStartEvent(message))
-        await self.emit(MessageEndEvent(message))
+        await emit_event(self.sink, MessageStartEvent(message))
+        await emit_event(self.sink, MessageEndEvent(message))
         return message
 
     async def execute(
@@ -216,7 +212,7 @@ class ToolBatch:
         finals: list[_Finalized] = []
         results: list[ToolResultMessage] = []
         for index, call in enumerate(calls):
-            await self.emit(ToolExecutionStartEvent(call.id, call.name, call.arguments))
+            await emit_event(self.sink, ToolExecutionStartEvent(call.id, call.name, call.arguments))
             prepared = await self._prepare(message, call)
             final = (
                 prepared if isinstance(prepared, _Finalized) else await self._execute_one(message, prepared)
@@ -231,10 +227,11 @@ class ToolBatch:
         return finals, results
 
     async def _skip_aborted(self, calls: list[ToolCall]) -> list[_Finalized]:
-        """Fix 3: calls an abort kept from running still get start/end and an error result."""
+        """Calls an abort kept from running still get start/end and an error result, so that
+        the transcript replays to any provider (they reject a tool call without a result)."""
         skipped = []
         for call in calls:
-            await self.emit(ToolExecutionStartEvent(call.id, call.name, call.arguments))
+            await emit_event(self.sink, ToolExecutionStartEvent(call.id, call.name, call.arguments))
             skipped.append(_failed(call, OPERATION_ABORTED))
             await self._emit_end(skipped[-1])
         return skipped
@@ -242,7 +239,7 @@ class ToolBatch:
     async def _execute_parallel(self, message: AssistantMessage, calls: list[ToolCall]) -> list[_Finalized]:
         entries: list[_Prepared | _Finalized] = []
         for index, call in enumerate(calls):  # preflight, strictly in order
-            await self.emit(ToolExecutionStartEvent(call.id, call.name, call.arguments))
+            await emit_event(self.sink, ToolExecutionStartEvent(call.id, call.name, call.arguments))
             prepared = await self._prepare(message, call)
             if isinstance(prepared, _Finalized):
                 await self._emit_end(prepared)
@@ -337,8 +334,8 @@ class ToolBatch:
         ``on_update`` may be called from a worker thread; calls after settling are dropped.
 
         ``interleave`` (parallel batches) yields once after ``execute`` settles: in Pi every tool
-        of a batch runs to its first ``await`` before any of them finishes (so a batch's updates
-        precede its ends, trace A.3), while a Python coroutine that never suspends would run its
+        of a batch runs to its first ``await`` before any of them finishes (so the updates of a
+        batch's tools all precede their ends), while a Python coroutine that never suspends would run its
         whole task, end event included, before the next tool starts."""
         call, sink = prepared.tool_call, self.sink
         loop = asyncio.get_running_loop()

@@ -1,5 +1,6 @@
-"""Types of the agent layer (Pi's ``packages/agent/src/types.ts``): tools and their results,
-hook contexts, the loop config, and the ten ``AgentEvent`` types.
+"""Types of the agent layer (Pi's ``packages/agent/src/types.ts``): transcript messages, tools
+and their results, hook contexts, the loop config, the ten ``AgentEvent`` types, and
+:func:`emit_event`, the one way the layer hands an event to a sink.
 
 Contracts written on the types, as in Pi:
 * ``AgentTool.execute`` raises on failure; the loop turns the exception into an error result.
@@ -14,7 +15,8 @@ import dataclasses
 import json
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol, TypeAlias
+from inspect import isawaitable
+from typing import Any, Literal, Protocol, TypeAlias, cast
 
 from pydantic import BaseModel
 
@@ -28,6 +30,7 @@ from ..ai.types import (
     ImageContent,
     LlmMessage,
     Model,
+    ModelThinkingLevel,
     TextContent,
     Tool,
     ToolCall,
@@ -36,17 +39,36 @@ from ..ai.types import (
     UserMessage,
 )
 
-ThinkingLevel: TypeAlias = Literal["off", "minimal", "low", "medium", "high", "xhigh", "max"]
+ThinkingLevel: TypeAlias = ModelThinkingLevel
+"""The agent's reasoning setting: ``"off"`` or one of the model levels. It is the same type as
+``pi_notebook.ai.ModelThinkingLevel``; ``pi_notebook.ai.ThinkingLevel`` is the narrower
+request-level type without ``"off"`` (the agent sends ``reasoning=None`` for ``"off"``)."""
 ToolExecutionMode: TypeAlias = Literal["sequential", "parallel"]
 QueueMode: TypeAlias = Literal["all", "one-at-a-time"]
 
-AgentMessage: TypeAlias = "LlmMessage | BaseModel"
-"""A transcript entry: one of the three LLM roles, or any pydantic model with a ``role``
-outside ``user``/``assistant``/``toolResult`` (seen by the model only via ``convert_to_llm``)."""
 
-ToolResultContent: TypeAlias = "TextContent | ImageContent"
+class CustomAgentMessage(Protocol):
+    """A transcript entry of the application's own: any object with a ``role`` outside
+    ``user``/``assistant``/``toolResult`` (in practice a pydantic model, so that it dumps to
+    JSON). The model never sees it directly, only what ``convert_to_llm`` makes of it."""
 
-MaybeAwaitable: TypeAlias = "Awaitable[Any] | Any"
+    @property
+    def role(self) -> str: ...
+
+
+AgentMessage: TypeAlias = UserMessage | AssistantMessage | ToolResultMessage | CustomAgentMessage
+"""A transcript entry: one of the three roles every provider understands, or a custom message."""
+
+ConvertToLlm: TypeAlias = Callable[
+    [list[AgentMessage]], "Sequence[LlmMessage] | Awaitable[Sequence[LlmMessage]]"
+]
+"""Maps the transcript to what the provider sees (custom roles converted or dropped)."""
+TransformContext: TypeAlias = Callable[
+    [list[AgentMessage], AbortSignal | None], "list[AgentMessage] | Awaitable[list[AgentMessage]]"
+]
+"""Prunes or extends the transcript before every model call; runs before ``ConvertToLlm``."""
+MessageSource: TypeAlias = Callable[[], "Sequence[AgentMessage] | Awaitable[Sequence[AgentMessage]]"]
+"""A queue poll: the steering or follow-up messages to inject now (empty when none)."""
 
 
 class StreamFn(Protocol):
@@ -166,7 +188,7 @@ class AgentTool:
 @dataclass(kw_only=True)
 class AgentContext:
     system_prompt: str = ""
-    messages: list[Any] = field(default_factory=list)
+    messages: list[AgentMessage] = field(default_factory=list)
     tools: list[AgentTool] | None = None
 
 
@@ -207,10 +229,10 @@ class AfterToolCallResult:
 class TurnContext:
     """Passed to ``should_stop_after_turn`` and ``prepare_next_turn``."""
 
-    message: Any
+    message: AssistantMessage
     tool_results: list[ToolResultMessage]
     context: AgentContext
-    new_messages: list[Any]
+    new_messages: list[AgentMessage]
 
 
 ShouldStopAfterTurnContext = TurnContext
@@ -239,11 +261,11 @@ _LLM_TYPES = frozenset({UserMessage, AssistantMessage, ToolResultMessage})
 _LLM_ROLES = frozenset({"user", "assistant", "toolResult"})
 
 
-def _default_convert_to_llm(messages: Sequence[Any]) -> list[LlmMessage]:
+def _default_convert_to_llm(messages: Sequence[AgentMessage]) -> list[LlmMessage]:
     """Pi's default: keep the user, assistant and toolResult messages."""
     if set(map(type, messages)) <= _LLM_TYPES:  # the common case, checked at C speed
-        return list(messages)
-    return [m for m in messages if getattr(m, "role", None) in _LLM_ROLES]
+        return cast("list[LlmMessage]", list(messages))
+    return [m for m in messages if isinstance(m, UserMessage | AssistantMessage | ToolResultMessage)]
 
 
 @dataclass(kw_only=True)
@@ -251,13 +273,13 @@ class AgentLoopConfig(SimpleStreamOptions):
     """Loop configuration; it *is* the stream options handed to the stream function."""
 
     model: Model
-    convert_to_llm: Callable[[list[Any]], Any] = _default_convert_to_llm
-    transform_context: Callable[[list[Any], AbortSignal | None], Any] | None = None
+    convert_to_llm: ConvertToLlm = _default_convert_to_llm
+    transform_context: TransformContext | None = None
     get_api_key: Callable[[str], Any] | None = None
     should_stop_after_turn: Callable[[TurnContext], Any] | None = None
     prepare_next_turn: Callable[[TurnContext], Any] | None = None
-    get_steering_messages: Callable[[], Any] | None = None
-    get_follow_up_messages: Callable[[], Any] | None = None
+    get_steering_messages: MessageSource | None = None
+    get_follow_up_messages: MessageSource | None = None
     tool_execution: ToolExecutionMode = "parallel"
     before_tool_call: BeforeToolCallHook | None = None
     after_tool_call: AfterToolCallHook | None = None
@@ -304,7 +326,7 @@ class AgentStartEvent(_AgentEvent):
 
 @dataclass(slots=True)
 class AgentEndEvent(_AgentEvent):
-    messages: list[Any]
+    messages: list[AgentMessage]
     type: Literal["agent_end"] = "agent_end"
 
 
@@ -315,27 +337,27 @@ class TurnStartEvent(_AgentEvent):
 
 @dataclass(slots=True)
 class TurnEndEvent(_AgentEvent):
-    message: Any
+    message: AgentMessage
     tool_results: list[ToolResultMessage]
     type: Literal["turn_end"] = "turn_end"
 
 
 @dataclass(slots=True)
 class MessageStartEvent(_AgentEvent):
-    message: Any
+    message: AgentMessage
     type: Literal["message_start"] = "message_start"
 
 
 @dataclass(slots=True)
 class MessageUpdateEvent(_AgentEvent):
-    message: Any
+    message: AssistantMessage
     assistant_message_event: AssistantMessageEvent
     type: Literal["message_update"] = "message_update"
 
 
 @dataclass(slots=True)
 class MessageEndEvent(_AgentEvent):
-    message: Any
+    message: AgentMessage
     type: Literal["message_end"] = "message_end"
 
 
@@ -382,3 +404,11 @@ AgentListener: TypeAlias = Callable[[AgentEvent, AbortSignal], "Awaitable[None] 
 
 AgentEventSink: TypeAlias = Callable[[AgentEvent], "Awaitable[None] | None"]
 """The loop's ``emit``: sync or async; an awaitable result is awaited before the loop goes on."""
+
+
+async def emit_event(sink: AgentEventSink, event: AgentEvent) -> None:
+    """Hand ``event`` to ``sink`` and await what it returns, if anything: an async sink (a slow
+    listener) thereby holds the run back until it is done with the event."""
+    result = sink(event)
+    if result is not None and isawaitable(result):
+        await result

@@ -52,14 +52,17 @@ from .types import (
 )
 
 __all__ = [
+    "FauxFactory",
     "FauxRegistration",
     "FauxResponse",
     "FauxState",
+    "TokenSize",
     "faux_assistant_message",
     "faux_text",
     "faux_thinking",
     "faux_tool_call",
     "register_faux_provider",
+    "serialize_context",
 ]
 
 

@@ -22,6 +22,11 @@ from .options import SimpleStreamOptions, StreamOptions
 from .types import Context, Model, ThinkingLevel
 
 __all__ = [
+    "CHARS_PER_TOKEN",
+    "CONTEXT_SAFETY_TOKENS",
+    "DEFAULT_THINKING_BUDGETS",
+    "ESTIMATED_IMAGE_CHARS",
+    "MIN_OUTPUT_TOKENS",
     "ContextEstimate",
     "adjust_max_tokens_for_thinking",
     "build_base_options",

@@ -12,7 +12,7 @@ import re
 
 from .types import content_text
 
-__all__ = ["JS_WHITESPACE", "content_text", "js_trim", "sanitize_surrogates"]
+__all__ = ["JS_WHITESPACE", "content_text", "js_trim", "sanitize_surrogates", "short_hash"]
 
 # What JavaScript's String.prototype.trim() strips (WhiteSpace + LineTerminator). Python's
 # str.strip() differs: it also strips \x1c-\x1f and \x85 and keeps \ufeff.

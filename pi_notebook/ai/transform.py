@@ -34,7 +34,12 @@ from .types import (
     now_ms,
 )
 
-__all__ = ["NON_VISION_TOOL_IMAGE_PLACEHOLDER", "NON_VISION_USER_IMAGE_PLACEHOLDER", "transform_messages"]
+__all__ = [
+    "NON_VISION_TOOL_IMAGE_PLACEHOLDER",
+    "NON_VISION_USER_IMAGE_PLACEHOLDER",
+    "ToolCallIdNormalizer",
+    "transform_messages",
+]
 
 NON_VISION_USER_IMAGE_PLACEHOLDER = "(image omitted: model does not support images)"
 NON_VISION_TOOL_IMAGE_PLACEHOLDER = "(tool image omitted: model does not support images)"

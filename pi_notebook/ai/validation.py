@@ -29,8 +29,6 @@ from typing import Any, TypeGuard
 
 from .text import JS_WHITESPACE
 
-__all__ = ["TypeBoxSchema", "coerce_with_json_schema", "validate_tool_arguments", "validate_tool_call"]
-
 _MAX_SAFE = 2**53
 
 

@@ -8,6 +8,7 @@ yield once (``await asyncio.sleep(0)``).
 from __future__ import annotations
 
 import asyncio
+import re
 from typing import Any
 
 import pytest
@@ -326,11 +327,21 @@ async def test_should_throw_when_prompt_called_while_streaming() -> None:
     with pytest.raises(RuntimeError) as raised:
         await agent.prompt("Second message")
     assert str(raised.value) == (
-        "Agent is already processing a prompt. Use steer() or followUp() to queue messages, "
+        "Agent is already processing a prompt. Use steer() or follow_up() to queue messages, "
         "or wait for completion."
     )
     agent.abort()
     await first
+
+
+def test_error_messages_name_methods_that_exist() -> None:
+    """Pi's texts name its camelCase methods; ours must name methods a Python user can call."""
+    from pi_notebook.agent import agent as agent_module
+
+    texts = [agent_module.PROMPT_BUSY, agent_module.CONTINUE_BUSY]
+    named = {name for text in texts for name in re.findall(r"(\w+)\(\)", text)}
+    assert named == {"steer", "follow_up"}
+    assert all(callable(getattr(Agent, name, None)) for name in named)
 
 
 async def test_should_throw_when_continue_called_while_streaming() -> None:

@@ -1,0 +1,213 @@
+"""The public API, pinned: the exact ``__all__`` of ``pi_notebook``, ``pi_notebook.ai`` and
+``pi_notebook.agent`` (a change to the public names must change this file too), every exported
+name importable, and every module-level ``__all__`` in the two core packages complete.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import pkgutil
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+import pi_notebook
+import pi_notebook.agent
+import pi_notebook.ai
+import pi_notebook.notebook
+
+TOP_LEVEL = [
+    "__version__",
+    "current",
+    "load_ipython_extension",
+    "unload_ipython_extension",
+]
+
+AI = [
+    "AbortController",
+    "AbortError",
+    "AbortSignal",
+    "ApiProvider",
+    "AssistantMessage",
+    "AssistantMessageDiagnostic",
+    "AssistantMessageEvent",
+    "AssistantMessageEventStream",
+    "CacheRetention",
+    "Context",
+    "Cost",
+    "CostTier",
+    "DoneEvent",
+    "ErrorEvent",
+    "EventStream",
+    "ImageContent",
+    "LlmMessage",
+    "Message",
+    "Model",
+    "ModelCost",
+    "ModelNotFoundError",
+    "ModelThinkingLevel",
+    "RetryPolicy",
+    "SimpleStreamOptions",
+    "StartEvent",
+    "StopReason",
+    "StreamOptions",
+    "TextContent",
+    "TextDeltaEvent",
+    "TextEndEvent",
+    "TextStartEvent",
+    "ThinkingContent",
+    "ThinkingDeltaEvent",
+    "ThinkingEndEvent",
+    "ThinkingLevel",
+    "ThinkingStartEvent",
+    "Tool",
+    "ToolCall",
+    "ToolCallDeltaEvent",
+    "ToolCallEndEvent",
+    "ToolCallStartEvent",
+    "ToolResultMessage",
+    "TypeBoxSchema",
+    "Usage",
+    "UserMessage",
+    "calculate_cost",
+    "clamp_thinking_level",
+    "complete",
+    "complete_simple",
+    "content_text",
+    "get_api_provider",
+    "get_env_api_key",
+    "get_model",
+    "get_models",
+    "get_providers",
+    "get_supported_thinking_levels",
+    "is_context_overflow",
+    "is_retryable_assistant_error",
+    "message_text",
+    "models_are_equal",
+    "now_ms",
+    "openai_compatible_model",
+    "parse_streaming_json",
+    "register_api_provider",
+    "register_models",
+    "resolve_model",
+    "retry_assistant_call",
+    "sanitize_surrogates",
+    "stream",
+    "stream_simple",
+    "transform_messages",
+    "unregister_api_providers",
+    "validate_tool_arguments",
+    "validate_tool_call",
+]
+
+AGENT = [
+    "AfterToolCallContext",
+    "AfterToolCallResult",
+    "Agent",
+    "AgentContext",
+    "AgentEndEvent",
+    "AgentEvent",
+    "AgentEventSink",
+    "AgentListener",
+    "AgentLoopConfig",
+    "AgentLoopTurnUpdate",
+    "AgentMessage",
+    "AgentStartEvent",
+    "AgentState",
+    "AgentTool",
+    "AgentToolResult",
+    "AgentToolUpdateCallback",
+    "BeforeToolCallContext",
+    "BeforeToolCallResult",
+    "ConvertToLlm",
+    "CustomAgentMessage",
+    "FunctionTool",
+    "MessageEndEvent",
+    "MessageSource",
+    "MessageStartEvent",
+    "MessageUpdateEvent",
+    "PrepareNextTurnContext",
+    "QueueMode",
+    "ShouldStopAfterTurnContext",
+    "StreamFn",
+    "ThinkingLevel",
+    "ToolExecutionEndEvent",
+    "ToolExecutionMode",
+    "ToolExecutionStartEvent",
+    "ToolExecutionUpdateEvent",
+    "TransformContext",
+    "TurnContext",
+    "TurnEndEvent",
+    "TurnStartEvent",
+    "agent_loop",
+    "agent_loop_continue",
+    "get_default_stream_fn",
+    "run_agent_loop",
+    "run_agent_loop_continue",
+    "set_default_stream_fn",
+    "tool",
+]
+
+PINNED = {"pi_notebook": TOP_LEVEL, "pi_notebook.ai": AI, "pi_notebook.agent": AGENT}
+
+
+@pytest.mark.parametrize("package", sorted(PINNED))
+def test_all_is_the_pinned_sorted_list(package: str) -> None:
+    exported = importlib.import_module(package).__all__
+    assert exported == sorted(exported), f"{package}.__all__ is not sorted"
+    assert exported == PINNED[package]
+
+
+@pytest.mark.parametrize("package", sorted(PINNED))
+def test_every_exported_name_is_importable(package: str) -> None:
+    module = importlib.import_module(package)
+    missing = [name for name in module.__all__ if not hasattr(module, name)]
+    assert missing == []
+    namespace: dict[str, object] = {}
+    exec(f"from {package} import *", namespace)  # what a star import really binds
+    assert set(module.__all__) <= set(namespace)
+
+
+def test_notebook_package_exports_no_names_of_its_own() -> None:
+    """The notebook layer's package module names no exports: its API is in its submodules."""
+    assert getattr(pi_notebook.notebook, "__all__", None) is None
+
+
+def _core_modules() -> list[ModuleType]:
+    """Every module of ``pi_notebook.ai`` and ``pi_notebook.agent`` (without the provider
+    implementations in ``pi_notebook.ai.providers``, which the registry loads on demand)."""
+    modules: list[ModuleType] = []
+    for package in (pi_notebook.ai, pi_notebook.agent):
+        modules.append(package)
+        for info in pkgutil.iter_modules(package.__path__, package.__name__ + "."):
+            if not info.ispkg:
+                modules.append(importlib.import_module(info.name))
+    return modules
+
+
+def _defined_public_names(module: ModuleType) -> set[str]:
+    """Names a module defines at top level (functions, classes, assignments) without a
+    leading underscore."""
+    assert module.__file__ is not None
+    tree = ast.parse(Path(module.__file__).read_text("utf-8"))
+    names: set[str] = set()
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            names.add(node.name)
+        elif isinstance(node, ast.Assign):
+            names.update(t.id for t in node.targets if isinstance(t, ast.Name))
+        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+            names.add(node.target.id)
+    return {name for name in names if not name.startswith("_")}
+
+
+@pytest.mark.parametrize("module", _core_modules(), ids=lambda m: m.__name__)
+def test_module_all_is_complete_where_present(module: ModuleType) -> None:
+    exported = getattr(module, "__all__", None)
+    if exported is None:
+        return
+    assert len(exported) == len(set(exported)), f"{module.__name__}.__all__ has duplicates"
+    assert [name for name in exported if not hasattr(module, name)] == []
+    assert sorted(_defined_public_names(module) - set(exported)) == []
