@@ -33,7 +33,14 @@ import httpx
 
 from .types import Model
 
-__all__ = ["OLLAMA_DEFAULT_CONTEXT", "clear_probe_cache", "probe_context_window", "probed_model"]
+__all__ = [
+    "OLLAMA_DEFAULT_CONTEXT",
+    "PROBE_TIMEOUT_S",
+    "clear_probe_cache",
+    "probe_context_window",
+    "probed_model",
+    "with_window",
+]
 
 OLLAMA_DEFAULT_CONTEXT = 4096
 PROBE_TIMEOUT_S = 2.0

@@ -1,7 +1,7 @@
 """The model catalogue: integrity of ``data/models.json``, lookups and their errors,
 registration, the ``PI_NOTEBOOK_MODELS`` user file, ``resolve_model`` (the notebook's
-``--model provider:id``), thinking levels exactly as Pi's getSupportedThinkingLevels / clampThinkingLevel, and API keys from the
-environment with ``options.env`` overrides."""
+``--model provider:id``), thinking levels exactly as Pi's getSupportedThinkingLevels and
+clampThinkingLevel, and API keys from the environment with ``options.env`` overrides."""
 
 from __future__ import annotations
 

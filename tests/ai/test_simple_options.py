@@ -1,4 +1,5 @@
-"""Shared stream_simple options (Pi's simple-options.ts) and the context estimate (Pi's context-estimate.test.ts)."""
+"""Shared stream_simple options (Pi's simple-options.ts) and the context estimate (Pi's
+context-estimate.test.ts)."""
 
 from __future__ import annotations
 

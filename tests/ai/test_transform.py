@@ -166,7 +166,7 @@ def test_only_still_missing_results_are_synthesized() -> None:
     assert out[-1].content[0].text == "No result provided"
 
 
-# --- the rest of Pi's transform-messages rules ----------------------------------------------------------------------------
+# --- the rest of Pi's transform-messages rules --------------------------------------------------------------
 
 
 def test_orphaned_results_are_inserted_right_before_the_interrupting_message() -> None:

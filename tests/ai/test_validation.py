@@ -117,7 +117,7 @@ def test_rejects_invalid_plain_coercions(schema: dict[str, Any], value: Any) -> 
         validate_tool_arguments(*wrapped(schema, value))
 
 
-# --- TypeBox Value.Convert: how Pi coerces each primitive ---------------------------------------------------------
+# --- TypeBox Value.Convert: how Pi coerces each primitive ---------------------------------------------------
 
 REJECT = object()
 TYPEBOX_TABLE = [
