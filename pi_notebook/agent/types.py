@@ -98,10 +98,11 @@ class AgentToolResult:
         return cls(content=[TextContent(text=text)])
 
     def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {
-            "content": [b.model_dump() for b in self.content],
-            "details": _plain(self.details),
-        }
+        """Pi's JSON: absent (``None``) fields are left out, as ``JSON.stringify`` drops
+        ``undefined``."""
+        out: dict[str, Any] = {"content": [b.model_dump() for b in self.content]}
+        if self.details is not None:
+            out["details"] = _plain(self.details)
         if self.usage is not None:
             out["usage"] = self.usage.model_dump()
         if self.added_tool_names:
