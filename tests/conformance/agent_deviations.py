@@ -175,9 +175,12 @@ def crash_ending(pi: Result, scenario: dict[str, Any]) -> Result:
     """When a listener throws, Pi closes the run with message_start/message_end of an empty
     failure message, turn_end and agent_end, whatever was open. We close what is open instead:
     ``tool_execution_end`` (error) for running tools, no second ``message_start`` when a message
-    is open (its end is the failure message), ``turn_start`` when no turn is open."""
+    is open (its end is the failure message), ``turn_start`` when no turn is open; after
+    ``agent_end`` nothing at all (the failure only sets ``state.errorMessage``)."""
     out = copy.deepcopy(pi)
     events = out["events"]
+    if len(events) >= 5 and events[-5]["type"] == "agent_end":
+        return _crash_after_agent_end(out)
     _check(
         [e["type"] for e in events[-4:]] == ["message_start", "message_end", "turn_end", "agent_end"],
         "expected Pi's trace to end with the failure message",
@@ -217,6 +220,22 @@ def crash_ending(pi: Result, scenario: dict[str, Any]) -> Result:
     if not message_open:
         closing.append(events[failure_at])
     events[failure_at : failure_at + 1] = closing
+    return out
+
+
+def _crash_after_agent_end(out: Result) -> Result:
+    events = out["events"]
+    _check(
+        [e["type"] for e in events[-4:]] == ["message_start", "message_end", "turn_end", "agent_end"],
+        "expected Pi's failure turn after agent_end",
+    )
+    failure = events[-4]["message"]
+    _check(out["state"]["messages"][-1] == failure, "Pi's transcript does not end with the failure message")
+    _check(
+        out["state"].get("errorMessage") == failure["errorMessage"], "Pi's errorMessage is not the failure's"
+    )
+    del events[-4:]
+    out["state"]["messages"].pop()
     return out
 
 
