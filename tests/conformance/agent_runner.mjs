@@ -121,6 +121,10 @@ function convertNotes(messages) {
   });
 }
 
+function convertThrows() {
+  throw new Error("convertToLlm failed");
+}
+
 function hookRules(rules, toolName) {
   return (rules ?? []).filter((rule) => rule.tool === toolName);
 }
@@ -199,7 +203,7 @@ async function runScenario(scenario) {
     steeringMode: scenario.options?.steeringMode,
     followUpMode: scenario.options?.followUpMode,
     sessionId: scenario.options?.sessionId,
-    convertToLlm: scenario.convertToLlm === "notes" ? convertNotes : undefined,
+    convertToLlm: { notes: convertNotes, throw: convertThrows }[scenario.convertToLlm],
     transformContext: scenario.transformContext
       ? async (messages) => messages.slice(-scenario.transformContext.lastMessages)
       : undefined,

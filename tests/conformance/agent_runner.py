@@ -22,7 +22,7 @@ A scenario (all keys but ``name``, ``description`` and ``responses`` optional):
   details), ``image``; ``prepare: {rename: {old: new}}`` is a ``prepareArguments``.
 * ``options``: ``toolExecution``, ``steeringMode``, ``followUpMode``, ``sessionId``;
   ``systemPrompt``; ``initialMessages``; ``convertToLlm: "notes"`` (the custom ``note`` role
-  becomes a user message); ``transformContext: {lastMessages: n}``.
+  becomes a user message) or ``"throw"``; ``transformContext: {lastMessages: n}``.
 * ``hooks``: ``beforeToolCall`` / ``afterToolCall`` rules per tool: ``block`` + ``reason``,
   ``rewrite`` (arguments changed in place), ``abort``, ``throw``; ``content``, ``details``,
   ``isError``, ``terminate`` overrides.
@@ -215,6 +215,10 @@ def convert_notes(messages: list[Any]) -> list[Any]:
     return out
 
 
+def convert_throws(messages: list[Any]) -> list[Any]:
+    raise RuntimeError("convertToLlm failed")
+
+
 def make_transform(spec: dict[str, Any] | None) -> Any:
     if spec is None:
         return None
@@ -319,7 +323,9 @@ class ScenarioRun:
             steering_mode=options.get("steeringMode", "one-at-a-time"),
             follow_up_mode=options.get("followUpMode", "one-at-a-time"),
             session_id=options.get("sessionId"),
-            convert_to_llm=convert_notes if scenario.get("convertToLlm") == "notes" else None,
+            convert_to_llm={"notes": convert_notes, "throw": convert_throws}.get(
+                scenario.get("convertToLlm", "")
+            ),
             transform_context=make_transform(scenario.get("transformContext")),
             **make_hooks(scenario.get("hooks"), lambda: self.agent),
         )
