@@ -109,6 +109,25 @@ def _aborted_result_events(call: dict[str, Any]) -> tuple[list[Any], list[Any], 
     return execution, messages, message
 
 
+def _preflight_stop(events: list[dict[str, Any]], message: dict[str, Any], end: int) -> int:
+    """Where a parallel batch's preflight stopped: after the last started call, and after its
+    end too when the abort failed that call at once."""
+    batch_start = max(
+        i for i in range(end) if events[i]["type"] == "message_end" and events[i]["message"] == message
+    )
+    started = [i for i in range(batch_start, end) if events[i]["type"] == "tool_execution_start"]
+    _check(bool(started), "no tool execution started before the abort")
+    cut = started[-1] + 1
+    following = events[cut]
+    if (
+        following["type"] == "tool_execution_end"
+        and following["toolCallId"] == events[started[-1]]["toolCallId"]
+        and following["result"]["content"] == [{"type": "text", "text": OPERATION_ABORTED}]
+    ):
+        cut += 1
+    return cut
+
+
 def aborted_tool_results(pi: Result, scenario: dict[str, Any]) -> Result:
     """Pi leaves the tool calls an abort kept from running without results (a transcript no
     provider accepts); we give each one start/end events and an ``Operation aborted`` error
@@ -127,6 +146,7 @@ def aborted_tool_results(pi: Result, scenario: dict[str, Any]) -> Result:
     turn_end = events[end]
     calls = [b for b in turn_end["message"]["content"] if b["type"] == "toolCall"]
     done = {r["toolCallId"] for r in turn_end["toolResults"]}
+    _check(bool(done), "this rewrite covers batches where at least one call has a result")
     missing = [c for c in calls if c["id"] not in done]
     _check(
         calls[len(calls) - len(missing) :] == missing, "the calls without results are not the batch's tail"
@@ -136,26 +156,8 @@ def aborted_tool_results(pi: Result, scenario: dict[str, Any]) -> Result:
     result_events = [e for _, msgs, _ in built for e in msgs]
     results = [m for _, _, m in built]
     events[end:end] = result_events  # the result messages come last, before turn_end
-    if _sequential(scenario, calls):
-        events[end:end] = executions
-    else:
-        batch_start = max(
-            i
-            for i in range(end)
-            if events[i]["type"] == "message_end" and events[i]["message"] == turn_end["message"]
-        )
-        started = [i for i in range(batch_start, end) if events[i]["type"] == "tool_execution_start"]
-        _check(bool(started), "no tool execution started before the abort")
-        cut = started[-1] + 1
-        last_id = events[started[-1]]["toolCallId"]
-        following = events[cut] if cut < len(events) else {}
-        if (
-            following.get("type") == "tool_execution_end"
-            and following.get("toolCallId") == last_id
-            and following["result"]["content"] == [{"type": "text", "text": OPERATION_ABORTED}]
-        ):
-            cut += 1  # the call the abort stopped in its preflight got its end at once
-        events[cut:cut] = executions
+    cut = end if _sequential(scenario, calls) else _preflight_stop(events, turn_end["message"], end)
+    events[cut:cut] = executions
     turn_end["toolResults"] += results
     for messages in (
         events[-1]["messages"] if events[-1]["type"] == "agent_end" else None,
