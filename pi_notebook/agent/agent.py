@@ -17,7 +17,8 @@ subscription order, and a run that raises ends with a failure turn. Python speci
   the provider for, and still leaves ``state.error_message`` at ``"Request was aborted"``, as
   that turn would have.
 * A crash closes the run with a complete failure turn (see ``loop.RunTracker``): events that
-  are already open get their ends; nothing is emitted after ``agent_end``.
+  are already open get their ends; nothing is emitted after ``agent_end`` (a crash there only
+  sets ``state.error_message``).
 * ``should_stop_after_turn`` is an option Pi's ``Agent`` lacks (the notebook's ``--max-turns``).
 * ``steer``/``follow_up``/``prompt`` accept a plain string (one text block).
 * The runtime fields (``is_streaming``, ``streaming_message``, ``pending_tool_calls``,
@@ -39,7 +40,7 @@ from ..ai.options import OnPayload, OnResponse, Transport
 from ..ai.types import AssistantMessage, ImageContent, Model, ModelCost, TextContent, UserMessage, now_ms
 from .loop import RunTracker, get_default_stream_fn, run_agent_loop, run_agent_loop_continue
 from .queues import PendingMessageQueue
-from .tools import resolve
+from .tools import error_text, resolve
 from .types import (
     AfterToolCallHook,
     AgentContext,
@@ -449,7 +450,12 @@ class Agent:
         except BaseException as exc:
             # Exceptions and our own hard stop (CancelledError) close the run with a failure turn.
             aborted = run.controller.signal.aborted
-            for event in run.tracker.failure_events(exc, self._state.model, aborted, with_run_messages=False):
+            events = run.tracker.failure_events(exc, self._state.model, aborted, with_run_messages=False)
+            if not events and not run.detached:
+                # A crash after agent_end (a listener of it) emits nothing more, but still
+                # reaches state.error_message, as Pi's failure turn would set it.
+                self._run_state.error_message = error_text(exc, aborted)
+            for event in events:
                 await emit_event(lambda e: self._process_event(run, e), event)
             if not isinstance(exc, Exception | asyncio.CancelledError):
                 raise

@@ -334,14 +334,17 @@ class ToolBatch:
         ``on_update`` may be called from a worker thread; calls after settling are dropped.
 
         ``interleave`` (parallel batches) yields once after ``execute`` settles: in Pi every tool
-        of a batch runs to its first ``await`` before any of them finishes (so the updates of a
-        batch's tools all precede their ends), while a Python coroutine that never suspends would run its
-        whole task, end event included, before the next tool starts."""
+        of a batch runs to its first ``await`` before any of them finishes (so a batch's updates
+        precede its ends), while a Python coroutine that never suspends would run its whole
+        task, end event included, before the next tool starts. A tool that sent updates yields
+        once more: Pi always awaits the update emits, which takes extra ticks, so among tools
+        that settle at once those without updates end first, in call order."""
         call, sink = prepared.tool_call, self.sink
         loop = asyncio.get_running_loop()
         loop_thread = threading.get_ident()
         updates: list[asyncio.Future[Any]] = []
         accepting = [True]
+        sent = [False]
 
         def on_update(partial: AgentToolResult) -> None:
             if threading.get_ident() != loop_thread:
@@ -349,6 +352,7 @@ class ToolBatch:
                 return
             if not accepting[0]:
                 return
+            sent[0] = True
             try:
                 result = sink(ToolExecutionUpdateEvent(call.id, call.name, call.arguments, partial))
             except Exception as exc:  # surfaces at the drain, like a rejected emit in Pi
@@ -370,6 +374,8 @@ class ToolBatch:
             accepting[0] = False
         if interleave:
             await asyncio.sleep(0)
+            if sent[0]:
+                await asyncio.sleep(0)
         if updates:
             await asyncio.gather(*updates)
         return result, is_error

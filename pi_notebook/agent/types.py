@@ -120,10 +120,11 @@ class AgentToolResult:
         return cls(content=[TextContent(text=text)])
 
     def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {
-            "content": [b.model_dump() for b in self.content],
-            "details": _plain(self.details),
-        }
+        """Pi's JSON: absent (``None``) fields are left out, as ``JSON.stringify`` drops
+        ``undefined``."""
+        out: dict[str, Any] = {"content": [b.model_dump() for b in self.content]}
+        if self.details is not None:
+            out["details"] = _plain(self.details)
         if self.usage is not None:
             out["usage"] = self.usage.model_dump()
         if self.added_tool_names:
@@ -153,7 +154,7 @@ class AgentTool:
     label: str = ""
     prepare_arguments: Callable[[Any], Any] | None = None
     execution_mode: ToolExecutionMode | None = None
-    _tool_cache: tuple[tuple[str, str, int], Tool] | None = field(
+    _tool_cache: tuple[tuple[Any, ...], Tool] | None = field(
         default=None, init=False, repr=False, compare=False
     )
 
@@ -168,16 +169,23 @@ class AgentTool:
         return params.model_json_schema()
 
     def to_tool(self) -> Tool:
-        """The provider-facing definition (name, description, JSON schema).
+        """The provider-facing definition: name, description, JSON schema, plus ``label`` and
+        ``executionMode`` as extra fields. Pi hands the tool objects themselves to the stream
+        function, so everything on them that is not a function is part of the request
+        context (the faux provider's usage estimate counts it); providers read only the
+        first three.
 
         The loop asks for it on every LLM call and a pydantic schema costs ~100 µs to build,
-        so the result is cached while name, description and the ``parameters`` object stay
-        the same (a schema dict is treated as immutable once the tool is in use)."""
-        key = (self.name, self.description, id(self.parameters))
+        so the result is cached while these fields and the ``parameters`` object stay the
+        same (a schema dict is treated as immutable once the tool is in use)."""
+        key = (self.name, self.description, self.label, self.execution_mode, id(self.parameters))
         cached = self._tool_cache
         if cached is not None and cached[0] == key:
             return cached[1]
-        tool = Tool(name=self.name, description=self.description, parameters=self.json_schema())
+        extra: dict[str, Any] = {"label": self.label}
+        if self.execution_mode is not None:
+            extra["executionMode"] = self.execution_mode
+        tool = Tool(name=self.name, description=self.description, parameters=self.json_schema(), **extra)
         self._tool_cache = (key, tool)
         return tool
 

@@ -1,10 +1,19 @@
-"""The faux provider (spec 3.10): an in-memory, scriptable model used by tests, tutorials and
-offline demos. It is product code: it streams real events with Pi's exact order, estimates
+"""The faux provider: an in-memory, scriptable model used by tests, tutorials and offline
+demos. It is product code: it streams real events in Pi's exact order and shapes, estimates
 usage from the serialized context, simulates prompt caching per ``session_id`` and honours
 abort signals between chunks.
 
+Streaming follows Pi's faux provider event for event, so the conformance suite can compare
+traces: the ``start`` partial has no content yet; each block starts bare (``text: ""``,
+``thinking: ""``, a tool call with ``arguments: {}`` until its end) in a new content list, so
+earlier partials never see later blocks; every string streams at least one delta (an empty
+one for an empty block); the partial carries the scripted ``error_message`` from the start;
+``done``/``error`` carry the scripted message itself. Every response, including "no more
+responses queued", carries the usage estimate.
+
 Chunking is random in ``token_size`` (``{"min": 3, "max": 5}`` tokens of 4 characters) unless
-``min == max`` or a ``seed`` is given, which makes every event sequence reproducible.
+``min == max`` or a ``seed`` is given, which makes every event sequence reproducible. With
+``tokens_per_second`` each chunk waits its share of time; without, it only yields to the loop.
 """
 
 from __future__ import annotations
@@ -159,10 +168,9 @@ def serialize_context(context: Context) -> str:
         else:
             parts.append(f"toolResult:{m.tool_name}\n{_blocks_text(m.content)}")
     if context.tools:
-        tools = [
-            {"name": t.name, "description": t.description, "parameters": t.parameters} for t in context.tools
-        ]
-        parts.append(f"tools:{_js_json(tools)}")
+        # Pi stringifies the tool objects it is given; from an agent those carry ``label`` and
+        # ``executionMode`` too (see ``AgentTool.to_tool``), which count towards the estimate.
+        parts.append(f"tools:{_js_json([t.model_dump() for t in context.tools])}")
     return "\n\n".join(parts)
 
 
@@ -212,13 +220,14 @@ class _FauxCore:
         return usage
 
     def chunks(self, text: str) -> list[str]:
+        """Pieces of ``min..max`` tokens of 4 characters; an empty text is one empty piece."""
         out: list[str] = []
         i = 0
         while i < len(text):
             size = self.rng.randint(self.token_size["min"], self.token_size["max"]) * 4
             out.append(text[i : i + size])
             i += size
-        return out
+        return out or [""]
 
     def stream(self, model: Model, context: Context, options: Any = None) -> AssistantMessageEventStream:
         opts = coerce_options(options, StreamOptions)
@@ -247,16 +256,18 @@ class _FauxCore:
             if inspect.isawaitable(result):
                 await result
         if not self.queue:
-            out.push(
-                ErrorEvent(reason="error", error=self._bare(model, "error", "No more faux responses queued"))
-            )
+            message = self._bare(model.id, "error", "No more faux responses queued")
+            message.usage = self.usage_for(context, message, opts)
+            out.push(ErrorEvent(reason="error", error=message))
             out.end()
             return
         try:
             message = await self._resolve_step(model, context, opts)
         except Exception as exc:
             out.push(
-                ErrorEvent(reason="error", error=self._bare(model, "error", str(exc) or type(exc).__name__))
+                ErrorEvent(
+                    reason="error", error=self._bare(model.id, "error", str(exc) or type(exc).__name__)
+                )
             )
             out.end()
             return
@@ -264,12 +275,12 @@ class _FauxCore:
         message.usage = self.usage_for(context, message, opts)
         await _FauxPlayback(self, out, message, opts).run()
 
-    def _bare(self, model: Model, reason: StopReason, text: str) -> AssistantMessage:
+    def _bare(self, model_id: str, reason: StopReason, text: str) -> AssistantMessage:
         return AssistantMessage(
             content=[],
             api=self.api,
             provider=self.provider,
-            model=model.id,
+            model=model_id,
             usage=Usage(),
             stop_reason=reason,
             error_message=text,
@@ -287,9 +298,8 @@ class _FauxPlayback:
         self, core: _FauxCore, out: AssistantMessageEventStream, final: AssistantMessage, opts: StreamOptions
     ) -> None:
         self.core, self.out, self.final, self.opts = core, out, final, opts
-        self.partial = final.model_copy(
-            update={"content": [], "stop_reason": "pending", "error_message": None}
-        )
+        # As Pi: the scripted message without content, ``pending``, its error message kept.
+        self.partial = final.model_copy(update={"content": [], "stop_reason": "pending"})
 
     def _snapshot(self) -> AssistantMessage:
         return self.partial.model_copy()
@@ -306,6 +316,11 @@ class _FauxPlayback:
             await asyncio.sleep(0)
         self._check_abort()
 
+    def _open(self, block: AssistantContentBlock) -> int:
+        """Append a bare block to a *new* content list: partials already handed out keep theirs."""
+        self.partial.content = [*self.partial.content, block]
+        return len(self.partial.content) - 1
+
     async def run(self) -> None:
         try:
             self._check_abort()
@@ -314,63 +329,56 @@ class _FauxPlayback:
                 self._check_abort()
                 await self._play_block(block)
         except _Aborted:
-            self.partial.stop_reason = "aborted"
-            self.partial.error_message = ABORT_MESSAGE
-            self.out.push(ErrorEvent(reason="aborted", error=self.partial))
+            aborted = self.partial.model_copy(
+                update={"stop_reason": "aborted", "error_message": ABORT_MESSAGE, "timestamp": now_ms()}
+            )
+            self.out.push(ErrorEvent(reason="aborted", error=aborted))
             self.out.end()
             return
         self._finish()
 
     async def _play_block(self, block: AssistantContentBlock) -> None:
-        index = len(self.partial.content)
         if isinstance(block, ToolCall):
-            live_call = ToolCall(
-                id=block.id, name=block.name, arguments={}, thought_signature=block.thought_signature
-            )
-            self.partial.content.append(live_call)
+            live_call = ToolCall(id=block.id, name=block.name, arguments={})
+            index = self._open(live_call)
             self.out.push(ToolCallStartEvent(content_index=index, partial=self._snapshot()))
             for chunk in self.core.chunks(_js_json(block.arguments)):
                 await self._pace(chunk)
                 self.out.push(ToolCallDeltaEvent(content_index=index, delta=chunk, partial=self._snapshot()))
             live_call.arguments = block.arguments
-            self.out.push(
-                ToolCallEndEvent(content_index=index, tool_call=live_call, partial=self._snapshot())
-            )
+            self.out.push(ToolCallEndEvent(content_index=index, tool_call=block, partial=self._snapshot()))
         elif isinstance(block, ThinkingContent):
-            live_thinking = block.model_copy(update={"thinking": ""})
-            self.partial.content.append(live_thinking)
+            live_thinking = ThinkingContent(thinking="")
+            index = self._open(live_thinking)
             self.out.push(ThinkingStartEvent(content_index=index, partial=self._snapshot()))
             for chunk in self.core.chunks(block.thinking):
                 await self._pace(chunk)
                 live_thinking.thinking += chunk
                 self.out.push(ThinkingDeltaEvent(content_index=index, delta=chunk, partial=self._snapshot()))
             self.out.push(
-                ThinkingEndEvent(
-                    content_index=index, content=live_thinking.thinking, partial=self._snapshot()
-                )
+                ThinkingEndEvent(content_index=index, content=block.thinking, partial=self._snapshot())
             )
         else:
-            live_text = block.model_copy(update={"text": ""})
-            self.partial.content.append(live_text)
+            live_text = TextContent(text="")
+            index = self._open(live_text)
             self.out.push(TextStartEvent(content_index=index, partial=self._snapshot()))
             for chunk in self.core.chunks(block.text):
                 await self._pace(chunk)
                 live_text.text += chunk
                 self.out.push(TextDeltaEvent(content_index=index, delta=chunk, partial=self._snapshot()))
-            self.out.push(TextEndEvent(content_index=index, content=live_text.text, partial=self._snapshot()))
+            self.out.push(TextEndEvent(content_index=index, content=block.text, partial=self._snapshot()))
 
     def _finish(self) -> None:
-        final, partial = self.final, self.partial
-        partial.stop_reason = final.stop_reason
-        partial.error_message = final.error_message
+        """The terminal event carries the scripted message itself, as in Pi."""
+        final = self.final
         if final.stop_reason == "pending":
-            partial.stop_reason = "error"
-            partial.error_message = "Faux response ended without a stop reason"
-            self.out.push(ErrorEvent(reason="error", error=partial))
+            # Pi throws here and reports the bare error message (no content, no usage).
+            error = self.core._bare(final.model, "error", "Faux response ended without a stop reason")
+            self.out.push(ErrorEvent(reason="error", error=error))
         elif final.stop_reason == "error" or final.stop_reason == "aborted":  # noqa: PLR1714 (narrows)
-            self.out.push(ErrorEvent(reason=final.stop_reason, error=partial))
+            self.out.push(ErrorEvent(reason=final.stop_reason, error=final))
         else:
-            self.out.push(DoneEvent(reason=final.stop_reason, message=partial))
+            self.out.push(DoneEvent(reason=final.stop_reason, message=final))
         self.out.end()
 
 
@@ -446,10 +454,11 @@ def register_faux_provider(
 ) -> FauxRegistration:
     """Register a faux API and its models (default ``faux:faux-1``); see module docstring."""
     api_id = api or f"faux:{now_ms()}:{secrets.token_hex(4)}"
-    size = token_size or {"min": 3, "max": 5}
-    low, high = int(size.get("min", 3)), int(size.get("max", size.get("min", 5)))
-    if low < 1 or high < low:
-        raise ValueError(f"token_size must satisfy 1 <= min <= max, got {dict(size)}")
+    size = token_size or {}
+    # Pi's clamping: min is at least 1 and at most max; max is at least min (defaults 3 and 5).
+    high_given = int(size.get("max", 5))
+    low = max(1, min(int(size.get("min", 3)), high_given))
+    high = max(low, high_given)
     definitions = list(models) if models else [{"id": "faux-1"}]
     built: list[Model] = []
     for definition in definitions:

@@ -15,6 +15,7 @@ from pi_notebook.ai import (
     Context,
     ImageContent,
     TextContent,
+    ThinkingContent,
     Tool,
     ToolResultMessage,
     UserMessage,
@@ -368,6 +369,54 @@ async def test_pacing_follows_tokens_per_second(reg_factory: Any) -> None:
     assert loop.time() - start >= 0.09
 
 
-def test_invalid_token_size_is_rejected() -> None:
-    with pytest.raises(ValueError, match="token_size"):
-        register_faux_provider(token_size={"min": 3, "max": 1})
+@pytest.mark.parametrize(
+    ("given", "expected"),
+    [({"min": 3, "max": 1}, 4), ({"min": 0, "max": 0}, 4), ({"min": 8}, 20), ({"max": 2}, 8)],
+)
+async def test_token_size_is_clamped_as_in_pi(reg_factory: Any, given: dict[str, int], expected: int) -> None:
+    # Pi: min = max(1, min(min ?? 3, max ?? 5)), max = max(min, max ?? 5); chunk = tokens * 4 chars.
+    reg = reg_factory(token_size=given, seed=1)
+    reg.set_responses([faux_assistant_message("x" * 40)])
+    deltas = [e.delta for e in await events_of(reg, ctx()) if e.type == "text_delta"]
+    assert {len(d) for d in deltas[:-1]} == {expected}
+
+
+async def test_partials_have_pi_shapes(reg_factory: Any) -> None:
+    """The start partial is empty, each block starts bare in a new content list (earlier
+    partials never see later blocks), the scripted error message is on every partial and the
+    terminal event carries the scripted message itself."""
+    reg = reg_factory(token_size={"min": 1, "max": 1})
+    scripted = faux_assistant_message(
+        [ThinkingContent(thinking="plan", thinking_signature="sig"), faux_text("ab")],
+        stop_reason="error",
+        error_message="upstream failed",
+    )
+    reg.set_responses([scripted])
+    events = await events_of(reg, ctx())
+    assert events[0].type == "start"
+    assert events[0].partial.content == []
+    assert all(e.partial.error_message == "upstream failed" for e in events[:-1])
+    thinking_start = events[1]
+    assert thinking_start.type == "thinking_start"
+    assert [b.model_dump() for b in thinking_start.partial.content] == [
+        {"type": "thinking", "thinking": "plan"}
+    ]
+    assert events[-1].error.content[0].thinking_signature == "sig"
+
+
+async def test_an_empty_text_block_streams_one_empty_delta(faux: FauxRegistration) -> None:
+    faux.set_responses([faux_assistant_message("")])
+    events = await events_of(faux, ctx())
+    assert [(e.type, getattr(e, "delta", None)) for e in events] == [
+        ("start", None),
+        ("text_start", None),
+        ("text_delta", ""),
+        ("text_end", None),
+        ("done", None),
+    ]
+
+
+async def test_an_exhausted_queue_still_estimates_usage(faux: FauxRegistration) -> None:
+    message = await complete(faux.get_model(), ctx("a" * 40))
+    assert message.error_message == "No more faux responses queued"
+    assert message.usage.input == math.ceil(len("user:" + "a" * 40) / 4)
