@@ -10,6 +10,7 @@ a scenario that stops hitting its deviation fails instead of passing vacuously.
 from __future__ import annotations
 
 import copy
+import json
 from collections.abc import Callable
 from typing import Any
 
@@ -284,7 +285,21 @@ def reset_aborts(pi: Result, scenario: dict[str, Any]) -> Result:
     return out
 
 
+PYTHON_NAMES = {"followUp()": "follow_up()", "continue()": "continue_()"}
+
+
+def python_method_names(pi: Result, scenario: dict[str, Any]) -> Result:
+    """Pi's error texts name its TypeScript methods (``followUp()``); ours name the methods a
+    Python user calls (``follow_up()``), otherwise word for word."""
+    text = json.dumps(pi)
+    _check(any(name in text for name in PYTHON_NAMES), "Pi's result names no TypeScript method")
+    for ts_name, py_name in PYTHON_NAMES.items():
+        text = text.replace(ts_name, py_name)
+    return dict(json.loads(text))
+
+
 DEVIATIONS: dict[str, Callable[[Result, dict[str, Any]], Result]] = {
+    "python-method-names": python_method_names,
     "abort-between-turns": abort_between_turns,
     "aborted-tool-results": aborted_tool_results,
     "crash-ending": crash_ending,
