@@ -284,7 +284,7 @@ class McpServer:
                     f"MCP tool {tool} on server '{self.name}' did not finish within {timeout:g} s and was "
                     "cancelled. Try a smaller request, or give the server a longer timeout."
                 )
-            self._die(f"it stopped answering (a call to {tool} ran past {timeout:g} s and a follow-up request got no reply)")
+            self._die(f"it stopped answering (a call to {tool} ran past {timeout:g} s, then a check failed)")
         elif exc.code == CONNECTION_CLOSED or self.is_dead():
             self._die(f"the connection closed during a call to {tool}")
         else:

@@ -88,6 +88,17 @@ async def garbage() -> str:
     return "unreachable"
 
 
+@server.tool(description="The value of a request header (Streamable HTTP only).")
+def header(name: str, ctx: Context) -> str:
+    headers = ctx.headers or {}
+    return headers.get(name.lower(), headers.get(name, "<missing>"))
+
+
+@server.tool(description="The server's process id.")
+def pid() -> int:
+    return os.getpid()
+
+
 @server.tool(name="dotted.name", description="A name with a dot.")
 def dotted() -> str:
     return "dotted"
