@@ -70,7 +70,7 @@ class McpManager:
 
     def _name_tool(self, server: McpServer, tool: str) -> str:
         """A name unique among the tools of the other servers (see ``agent_tool_name``)."""
-        taken = {t.name for other in self._servers.values() if other is not server for t in other.tools}
+        taken = {t.name for other in list(self._servers.values()) if other is not server for t in other.tools}
         name = agent_tool_name(server.name, tool)
         return agent_tool_name(server.name, tool, force_hash=True) if name in taken else name
 

@@ -26,6 +26,7 @@ TINY_PNG = base64.b64decode(
 LONG_TOOL_NAME = "a_tool_whose_name_is_much_longer_than_any_provider_accepts_for_a_function_name"
 
 server = MCPServer("test-server")
+WIRE = 1
 
 
 def log(text: str) -> None:
@@ -76,14 +77,16 @@ def crash() -> str:
 
 
 @server.tool(description="Block the whole server (its event loop) for a while.")
-def hang(seconds: float) -> str:
-    time.sleep(seconds)
+async def hang(seconds: float) -> str:
+    time.sleep(seconds)  # noqa: ASYNC251 - on purpose: nothing else on the server runs meanwhile
     return "woke up"
 
 
 @server.tool(description="Write a line that is not JSON-RPC to stdout.")
 async def garbage() -> str:
-    os.write(1, b"this is not json-rpc\n")
+    # The SDK points fd 1 at stderr while it serves stdio (so a stray print cannot corrupt
+    # the protocol); the copy of the real stdout taken at start reaches the client.
+    os.write(WIRE, b"this is not json-rpc\n")
     await asyncio.sleep(5)
     return "unreachable"
 
@@ -110,6 +113,8 @@ def long_name() -> str:
 
 
 def main() -> None:
+    global WIRE
+    WIRE = os.dup(1)
     log(f"server_app pid={os.getpid()}")
     if sys.argv[1:2] == ["http"]:
         server.run("streamable-http", host="127.0.0.1", port=int(sys.argv[2]))
