@@ -5,7 +5,8 @@ A server is either a command (stdio: ``command`` + ``args`` + ``env`` + ``cwd``)
 header and environment values may only name environment variables, as ``${VAR}`` inside a
 value (``"Bearer ${GITHUB_TOKEN}"``) or through ``headers_from_env`` (``{"Authorization":
 "MY_TOKEN_VAR"}``, the whole value taken from the variable). The variables are read when the
-server connects, and the values are never shown in listings, logs or error messages.
+server is added (an unset one raises there, by name), and their values are never shown in
+listings, logs or error messages.
 
 Approval: every MCP tool asks before it runs unless configured otherwise, per server
 (``"approve": "auto"``) or per tool (``"approve": {"read_file": "auto", "*": "ask"}``).

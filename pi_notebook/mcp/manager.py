@@ -36,7 +36,8 @@ class McpManager:
 
     def add(self, config: ServerConfig | None = None, /, **options: Any) -> McpServer:
         """Start a server (a ``ServerConfig``, or its fields as keywords) without waiting.
-        A server of the same name is replaced (the old one is closed first)."""
+        A server of the same name is replaced (the old one is closed first). An environment
+        variable the config names but that is not set raises ``ValueError`` here."""
         config = config or make_config(**options)
         old = self._servers.get(config.name)
         if old is not None:
@@ -66,7 +67,11 @@ class McpManager:
         wanted = set(names) if names is not None else None
         if wanted is not None and (unknown := wanted - {c.name for c in configs}):
             raise ValueError(f"No MCP server named {', '.join(sorted(unknown))} in the config.")
-        return [self.add(c) for c in configs if wanted is None or c.name in wanted]
+        chosen = [c for c in configs if wanted is None or c.name in wanted]
+        for config in chosen:  # every variable checked before any server starts
+            config.resolved_env()
+            config.resolved_headers()
+        return [self.add(c) for c in chosen]
 
     def _name_tool(self, server: McpServer, tool: str) -> str:
         """A name unique among the tools of the other servers (see ``agent_tool_name``)."""

@@ -86,7 +86,8 @@ def describe_failure(exc: BaseException, config: ServerConfig) -> str:
     if isinstance(exc, MCPError) and exc.code == CONNECTION_CLOSED:
         return "the connection closed during the handshake (did the command start an MCP server?)"
     text = str(exc) or type(exc).__name__
-    return _one_line(f"{type(exc).__name__}: {text}" if not isinstance(exc, MCPError) else text)
+    plain = isinstance(exc, MCPError | ValueError | OSError)  # their messages stand on their own
+    return _one_line(text if plain else f"{type(exc).__name__}: {text}")
 
 
 class McpServer:
@@ -98,6 +99,9 @@ class McpServer:
         self.config = config
         self.name = config.name
         self.runtime = runtime
+        # read now, in the caller's thread: an unset variable raises here, naming it
+        self._env = config.resolved_env()
+        self._headers = config.resolved_headers()
         self.state: ServerState = "connecting"
         self.tools: list[McpTool] = []
         self._namer = namer
@@ -160,7 +164,7 @@ class McpServer:
         """The error text for a call to a server that is not ready."""
         what = "still connecting" if self.state == "connecting" else self.state
         text = f"MCP server '{self.name}' is {what}"
-        text += f": {self._reason}." if self._reason else "."
+        text += f": {self._reason.rstrip('.')}." if self._reason else "."
         tail = self.stderr_tail(5)
         if tail:
             text += " Last stderr lines:\n" + "\n".join(tail)
@@ -190,7 +194,8 @@ class McpServer:
             self._mark_settled()
 
     async def _serve(self) -> None:
-        transport = watched(open_transport(self.config, self._stderr), self._on_end, self._on_garbage)
+        opened = open_transport(self.config, self._stderr, self._env, self._headers)
+        transport = watched(opened, self._on_end, self._on_garbage)
         try:
             client = Client(transport, client_info=CLIENT_INFO)
             async with client:

@@ -129,17 +129,18 @@ async def _http(url: str, headers: dict[str, str]) -> AsyncIterator[TransportStr
 
 
 def open_transport(
-    config: ServerConfig, stderr: StderrTail | None
+    config: ServerConfig, stderr: StderrTail | None, env: dict[str, str], headers: dict[str, str]
 ) -> contextlib.AbstractAsyncContextManager[TransportStreams]:
-    """The SDK transport for ``config`` (environment references resolved now)."""
+    """The SDK transport for ``config``, with its environment references already resolved
+    into ``env`` (stdio) and ``headers`` (HTTP)."""
     if config.url:
-        return _http(config.url, config.resolved_headers())
+        return _http(config.url, headers)
     assert stderr is not None
     assert stderr.writer is not None
     params = StdioServerParameters(
         command=config.command[0],
         args=list(config.command[1:]),
-        env=config.resolved_env() or None,
+        env=env or None,
         cwd=config.cwd,
     )
     return stdio_client(params, errlog=stderr.writer)

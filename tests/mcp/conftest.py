@@ -7,7 +7,6 @@ share are module-scoped; tests that kill or break a server start their own.
 
 from __future__ import annotations
 
-import os
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -48,9 +47,12 @@ def manager() -> Iterator[McpManager]:
 @pytest.fixture(scope="module")
 def shared_servers(manager: McpManager, http_url: str) -> dict[str, McpServer]:
     """One ready server per transport, started together (they connect in parallel)."""
-    os.environ[TOKEN_VARIABLE] = TOKEN_VALUE
-    stdio = manager.add(name="st", command=STDIO_COMMAND, timeout=20)
-    http = manager.add(name="ht", url=http_url, headers_from_env={"X-Test-Token": TOKEN_VARIABLE}, timeout=20)
+    with pytest.MonkeyPatch.context() as patch:  # the variable is read when the server connects
+        patch.setenv(TOKEN_VARIABLE, TOKEN_VALUE)
+        stdio = manager.add(name="st", command=STDIO_COMMAND, timeout=20)
+        http = manager.add(
+            name="ht", url=http_url, headers_from_env={"X-Test-Token": TOKEN_VARIABLE}, timeout=20
+        )
     return {"stdio": stdio.wait(), "http": http.wait()}
 
 

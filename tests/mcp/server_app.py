@@ -102,6 +102,11 @@ def pid() -> int:
     return os.getpid()
 
 
+@server.tool(name="x__echo", description="Echo under a name with the separator in it.")
+def x_echo(text: str) -> str:
+    return f"x echo: {text}"
+
+
 @server.tool(name="dotted.name", description="A name with a dot.")
 def dotted() -> str:
     return "dotted"

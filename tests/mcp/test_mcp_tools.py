@@ -10,7 +10,7 @@ import time
 from typing import Any
 
 import pytest
-from mcp_helpers import STDIO_COMMAND, TOKEN_VALUE, HttpServer
+from mcp_helpers import STDIO_COMMAND, TOKEN_VALUE, TOKEN_VARIABLE, HttpServer
 
 from pi_notebook.agent import Agent, AgentEvent, AgentTool
 from pi_notebook.ai.abort import AbortController, AbortSignal
@@ -224,3 +224,48 @@ def test_manager_listing(manager: McpManager, shared_servers: dict[str, McpServe
     assert {t.server_name for t in manager.tools()} == {"st", "ht"}
     assert {t.server_name for t in manager.tools(["ht"])} == {"ht"}
     assert STDIO_COMMAND[-1] == "stdio"
+
+
+async def test_a_config_document_with_env_headers_and_per_tool_approval(
+    http_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    manager = McpManager()
+    monkeypatch.delenv(TOKEN_VARIABLE, raising=False)
+    document = {
+        "mcpServers": {
+            "cfg": {
+                "url": http_url,
+                "headers": {"X-Test-Token": "Bearer ${" + TOKEN_VARIABLE + "}"},
+                "approve": {"echo": "auto", "fail": "deny"},
+            }
+        }
+    }
+    try:
+        with pytest.raises(ValueError, match=f"needs the environment variable {TOKEN_VARIABLE}"):
+            manager.add_config(document)
+        assert manager.list() == []
+        monkeypatch.setenv(TOKEN_VARIABLE, TOKEN_VALUE)
+        (server,) = manager.add_config(document)
+        await server.ready()
+        header = await tool(server, "header").execute("c", {"name": "X-Test-Token"}, None, None)
+        assert header.content == [TextContent(text=f"Bearer {TOKEN_VALUE}")]
+        assert (tool(server, "echo").approval, tool(server, "echo").requires_approval) == ("auto", False)
+        assert (tool(server, "fail").approval, tool(server, "fail").requires_approval) == ("deny", True)
+        assert tool(server, "slow").approval == "ask"
+    finally:
+        manager.shutdown()
+
+
+async def test_tool_names_stay_unique_across_servers(http_url: str) -> None:
+    """Server ``h`` has ``x__echo`` and server ``h__x`` has ``echo``: both would be
+    ``h__x__echo``; the server that lists its tools second gets a hashed name."""
+    manager = McpManager()
+    try:
+        first = await manager.aconnect(name="h", url=http_url)
+        second = await manager.aconnect(name="h__x", url=http_url)
+        names = [t.name for t in manager.tools()]
+        assert len(names) == len(set(names))
+        assert tool(first, "x__echo").name == "h__x__echo"
+        assert re.fullmatch(r"h__x__echo_[0-9a-f]{8}", tool(second, "echo").name)
+    finally:
+        manager.shutdown()
