@@ -111,9 +111,19 @@ def to_agent_result(server: str, tool: str, result: mcp_types.CallToolResult) ->
         "server": server,
         "tool": tool,
         "structuredContent": result.structured_content,
-        "result": result.model_dump(mode="json", by_alias=True, exclude_none=True),
+        "result": _raw(result),
     }
     return AgentToolResult(content=content, details=details)
+
+
+def _raw(result: mcp_types.CallToolResult) -> dict[str, Any]:
+    """The result as JSON, image data left out: it is in ``content`` already, and details are
+    kept with the transcript, where a second copy of every screenshot would double its size."""
+    raw: dict[str, Any] = result.model_dump(mode="json", by_alias=True, exclude_none=True)
+    for block in raw.get("content", []):
+        if block.get("type") == "image" and isinstance(block.get("data"), str):
+            block["data"] = f"<{len(block['data'])} base64 characters, in the result's content>"
+    return raw
 
 
 def progress_result(progress: float, total: float | None, message: str | None) -> AgentToolResult:

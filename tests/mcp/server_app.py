@@ -17,6 +17,14 @@ import time
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.mcpserver.utilities.types import Image
+from mcp_types import (
+    AudioContent,
+    ContentBlock,
+    EmbeddedResource,
+    ResourceLink,
+    TextContent,
+    TextResourceContents,
+)
 from pydantic import BaseModel
 
 # A 1x1 transparent PNG.
@@ -51,6 +59,16 @@ class Weather(BaseModel):
 @server.tool(description="Structured weather for a city.")
 def weather(city: str) -> Weather:
     return Weather(city=city, celsius=21.5)
+
+
+@server.tool(description="Every other kind of content block.", structured_output=False)
+def mixed() -> list[ContentBlock]:
+    return [
+        TextContent(text="first"),
+        AudioContent(data="UklGRg==", mime_type="audio/wav"),
+        ResourceLink(uri="file:///tmp/report.csv", name="report.csv"),
+        EmbeddedResource(resource=TextResourceContents(uri="memo://note", text="a note")),
+    ]
 
 
 @server.tool(description="Always fails with the given message.")

@@ -85,6 +85,7 @@ async def test_calls_through_the_agent_loop(server: McpServer, faux: FauxRegistr
     assert echo.details["tool"] == "echo"
     assert echo.details["structuredContent"] == {"result": "echo: hi"}
     assert echo.details["result"]["content"][0]["text"] == "echo: hi"
+    assert image.details["result"]["content"][0]["data"] == "<96 base64 characters, in the result's content>"
     assert isinstance(image.content[0], ImageContent)
     assert image.content[0].mime_type == "image/png"
     assert image.content[0].data.startswith("iVBORw0KGgo")
@@ -269,3 +270,15 @@ async def test_tool_names_stay_unique_across_servers(http_url: str) -> None:
         assert re.fullmatch(r"h__x__echo_[0-9a-f]{8}", tool(second, "echo").name)
     finally:
         manager.shutdown()
+
+
+async def test_other_content_blocks_become_text(server: McpServer) -> None:
+    result = await tool(server, "mixed").execute("c", {}, None, None)
+    assert result.content == [
+        TextContent(text="first"),
+        TextContent(text="[audio (audio/wav) omitted: the model cannot take audio]"),
+        TextContent(text="[resource link: file:///tmp/report.csv (report.csv)]"),
+        TextContent(text="[resource memo://note]\na note"),
+    ]
+    assert result.details["result"]["content"][1]["data"] == "UklGRg=="
+    assert result.details["structuredContent"] is None
