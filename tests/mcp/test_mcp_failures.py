@@ -6,6 +6,7 @@ interpreter (checked by pid)."""
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 import textwrap
@@ -30,7 +31,7 @@ SLEEPER = (
 def broken() -> Iterator[McpManager]:
     """Servers the tests break, started together so they connect in parallel."""
     manager = McpManager()
-    for name in ("crashy", "noisy", "gone1", "gone2"):
+    for name in ("crashy", "noisy", "killed", "gone1", "gone2"):
         manager.add(name=name, command=STDIO_COMMAND, timeout=20)
     manager.add(name="hung", command=STDIO_COMMAND, timeout=1)
     try:
@@ -85,6 +86,17 @@ async def test_garbage_on_stdout_kills_the_server(broken: McpManager) -> None:
     assert server.state == "dead"
     assert "servers must log to stderr" in (server.reason or "")
     assert wait_gone(pid)
+
+
+def test_a_server_killed_between_calls_shows_dead_without_a_call(broken: McpManager) -> None:
+    server = ready(broken, "killed")
+    os.kill(pid_of(server), signal.SIGKILL)
+    deadline = time.monotonic() + 10
+    while server.state != "dead" and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert server.state == "dead"
+    assert (server.reason or "").startswith("the server process exited")
+    assert "killed" not in {t.server_name for t in broken.tools()}
 
 
 def test_remove_and_close_all_leave_no_process(broken: McpManager) -> None:
