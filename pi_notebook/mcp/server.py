@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import json
+import logging
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -24,6 +26,7 @@ from mcp import Client
 from mcp.shared.dispatcher import ProgressFnT
 from mcp.shared.exceptions import MCPError
 from mcp_types import CONNECTION_CLOSED, REQUEST_TIMEOUT
+from pydantic import ValidationError
 
 from .config import ServerConfig
 from .runtime import BackgroundLoop
@@ -31,6 +34,11 @@ from .tools import McpTool, McpToolError, build_tool
 from .transport import StderrTail, open_transport, watched
 
 __all__ = ["McpConnectError", "McpServer", "ServerState", "ServerStatus"]
+
+# The SDK logs transport faults (a garbage line, a closed pipe) at ERROR; with no logging set
+# up, Python would print them in the cell's output. The state and reason say it instead, and
+# a user who configures logging still gets the records.
+logging.getLogger("mcp").addHandler(logging.NullHandler())
 
 ServerState: TypeAlias = Literal["connecting", "ready", "dead", "closed"]
 CLIENT_INFO = mcp_types.Implementation(name="pi-notebook", version="0.1.0")
@@ -88,6 +96,15 @@ def describe_failure(exc: BaseException, config: ServerConfig) -> str:
     text = str(exc) or type(exc).__name__
     plain = isinstance(exc, MCPError | ValueError | OSError)  # their messages stand on their own
     return _one_line(text if plain else f"{type(exc).__name__}: {text}")
+
+
+def _offending_line(error: Exception) -> str:
+    """What the server wrote, from the SDK's parse error (the text, cut to 80 characters)."""
+    if isinstance(error, ValidationError) and (errors := error.errors(include_url=False)):
+        value = errors[0].get("input")
+        text = value if isinstance(value, str) else json.dumps(value, default=str)
+        return repr(text[:80])
+    return _one_line(str(error).splitlines()[0] if str(error) else type(error).__name__)
 
 
 class McpServer:
@@ -249,10 +266,9 @@ class McpServer:
             self._die("the connection to the server closed")
 
     def _on_garbage(self, error: Exception) -> None:
-        first = str(error).splitlines()[0] if str(error) else type(error).__name__
         self._die(
             "it wrote something that is not JSON-RPC on stdout (servers must log to stderr): "
-            + _one_line(first)
+            + _offending_line(error)
         )
 
     # --- calls (run on the background loop) ----------------------------------------------------

@@ -84,7 +84,10 @@ async def test_garbage_on_stdout_kills_the_server(broken: McpManager) -> None:
     with pytest.raises(Exception, match="not JSON-RPC on stdout"):
         await tool(server, "garbage").execute("c", {}, None, None)
     assert server.state == "dead"
-    assert "servers must log to stderr" in (server.reason or "")
+    assert (server.reason or "").startswith(
+        "it wrote something that is not JSON-RPC on stdout (servers must log to stderr): "
+        "'this is not json-rpc'"
+    )
     assert wait_gone(pid)
 
 
@@ -182,3 +185,25 @@ async def test_an_http_server_that_goes_away(tmp_path: Path) -> None:
     finally:
         http.stop()
         manager.shutdown()
+
+
+def test_sdk_transport_errors_are_not_printed_where_logging_is_not_set_up(tmp_path: Path) -> None:
+    """Without logging configured, Python prints ERROR records on stderr (a notebook would show
+    them in the cell); the server's state and reason carry the news instead."""
+    script = textwrap.dedent(
+        f"""
+        import asyncio
+        from pi_notebook import mcp
+        server = mcp.connect("noisy", {STDIO_COMMAND!r})
+        garbage = next(t for t in server.tools if t.mcp_name == "garbage")
+        try:
+            asyncio.run(garbage.execute("c", {{}}, None, None))
+        except Exception as exc:
+            print(str(exc).splitlines()[0])
+        """
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=True, cwd=tmp_path
+    )
+    assert "not JSON-RPC on stdout" in done.stdout
+    assert done.stderr == ""
