@@ -14,7 +14,7 @@ from __future__ import annotations
 import builtins
 import os
 import threading
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from .config import DEFAULT_APPROVAL, ApprovalPolicy, ServerConfig, load_config, parse_config
@@ -30,7 +30,19 @@ class McpManager:
         self.runtime = runtime or background_loop()
         self._servers: dict[str, McpServer] = {}
         self._lock = threading.Lock()
+        self._listeners: builtins.list[Callable[[ServerStatus], None]] = []
         on_exit(self.aclose_all)
+
+    def subscribe(self, listener: Callable[[ServerStatus], None]) -> Callable[[], None]:
+        """Call ``listener(status)`` whenever a server becomes ready, dead or closed (on the
+        background loop's thread: hand the work to your own loop). Returns an unsubscriber."""
+        self._listeners.append(listener)
+        return lambda: self._listeners.remove(listener) if listener in self._listeners else None
+
+    def _changed(self, server: McpServer) -> None:
+        status = server.status()
+        for listener in list(self._listeners):
+            listener(status)
 
     # --- adding ----------------------------------------------------------------------------------
 
@@ -43,7 +55,7 @@ class McpManager:
         if old is not None:
             self.remove(config.name)
         with self._lock:
-            server = McpServer(config, self.runtime, self._name_tool)
+            server = McpServer(config, self.runtime, self._name_tool, self._changed)
             self._servers[config.name] = server
         return server
 

@@ -111,7 +111,11 @@ class McpServer:
     """A connection to one server (made by ``McpManager.add``)."""
 
     def __init__(
-        self, config: ServerConfig, runtime: BackgroundLoop, namer: Callable[[McpServer, str], str]
+        self,
+        config: ServerConfig,
+        runtime: BackgroundLoop,
+        namer: Callable[[McpServer, str], str],
+        on_change: Callable[[McpServer], None] | None = None,
     ) -> None:
         self.config = config
         self.name = config.name
@@ -122,6 +126,7 @@ class McpServer:
         self.state: ServerState = "connecting"
         self.tools: list[McpTool] = []
         self._namer = namer
+        self._on_change = on_change
         self._reason: str | None = None
         self._client: Client | None = None
         self._stderr = StderrTail() if config.transport == "stdio" else None
@@ -207,7 +212,7 @@ class McpServer:
             if self._stderr is not None:
                 self._stderr.close_writer()
             if self.state != "dead":
-                self.state = "closed"
+                self._set_state("closed")
             self._mark_settled()
 
     async def _serve(self) -> None:
@@ -221,7 +226,7 @@ class McpServer:
                 listed = await self._list_tools(client)
                 self.tools = [build_tool(self, tool, self._namer(self, tool.name)) for tool in listed]
                 self._client = client
-                self.state = "ready"
+                self._set_state("ready")
                 self._mark_settled()
                 await self._stop.wait()
         finally:
@@ -240,6 +245,14 @@ class McpServer:
                 break
         return tools
 
+    def _set_state(self, state: ServerState) -> None:
+        self.state = state
+        if self._on_change is not None:
+            try:
+                self._on_change(self)
+            except Exception:  # a listener's bug must not break the connection
+                logging.getLogger(__name__).exception("MCP state listener failed")
+
     def _mark_settled(self) -> None:
         self._settled.set()
         self._settled_async.set()
@@ -248,8 +261,8 @@ class McpServer:
         """Mark the server dead (first reason wins) and end its connection."""
         if self._closing or self.state in ("dead", "closed"):
             return
-        self.state = "dead"
         self._reason = reason
+        self._set_state("dead")
         self._client = None
         self._stop.set()
         self._mark_settled()

@@ -93,6 +93,8 @@ async def test_garbage_on_stdout_kills_the_server(broken: McpManager) -> None:
 
 def test_a_server_killed_between_calls_shows_dead_without_a_call(broken: McpManager) -> None:
     server = ready(broken, "killed")
+    changes: list[str] = []
+    unsubscribe = broken.subscribe(lambda status: changes.append(status.line()))
     os.kill(pid_of(server), signal.SIGKILL)
     deadline = time.monotonic() + 10
     while server.state != "dead" and time.monotonic() < deadline:
@@ -100,10 +102,15 @@ def test_a_server_killed_between_calls_shows_dead_without_a_call(broken: McpMana
     assert server.state == "dead"
     assert (server.reason or "").startswith("the server process exited")
     assert "killed" not in {t.server_name for t in broken.tools()}
+    unsubscribe()
+    assert changes[0].startswith("killed [dead] stdio")
+    assert "the server process exited" in changes[0]
 
 
 def test_remove_and_close_all_leave_no_process(broken: McpManager) -> None:
     first, second = ready(broken, "gone1"), ready(broken, "gone2")
+    changes: list[tuple[str, str]] = []
+    unsubscribe = broken.subscribe(lambda status: changes.append((status.name, status.state)))
     first_pid, second_pid = pid_of(first), pid_of(second)
     assert process_exists(first_pid)
     assert process_exists(second_pid)
@@ -113,6 +120,9 @@ def test_remove_and_close_all_leave_no_process(broken: McpManager) -> None:
     assert "gone1" not in broken.names()
     broken.close_all()
     assert wait_gone(second_pid, timeout=3)
+    assert changes[0] == ("gone1", "closed")
+    assert ("gone2", "closed") in changes[1:]
+    unsubscribe()
     assert broken.list() == []
     with pytest.raises(KeyError, match="No MCP server named 'gone2'"):
         broken.get("gone2")
