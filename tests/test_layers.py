@@ -19,6 +19,7 @@ NOTEBOOK_LIBRARIES = ("IPython", "ipykernel", "ipywidgets")
 FORBIDDEN = {
     "ai": ("pi_notebook.agent", "pi_notebook.notebook", "pi_notebook.session", *NOTEBOOK_LIBRARIES),
     "agent": ("pi_notebook.notebook", "pi_notebook.session", *NOTEBOOK_LIBRARIES),
+    "mcp": ("pi_notebook.notebook", "pi_notebook.session", *NOTEBOOK_LIBRARIES),
 }
 
 
@@ -72,7 +73,7 @@ def test_resolution_of_relative_imports_is_checked() -> None:
 
 def test_importing_the_agent_core_loads_no_notebook_library() -> None:
     code = (
-        "import sys, pi_notebook.agent, pi_notebook.ai, pi_notebook.ai.faux\n"
+        "import sys, pi_notebook.agent, pi_notebook.ai, pi_notebook.ai.faux, pi_notebook.mcp\n"
         f"loaded = sorted(m for m in sys.modules if m.split('.')[0] in {NOTEBOOK_LIBRARIES!r})\n"
         "print(','.join(loaded))\n"
     )
