@@ -77,6 +77,8 @@ def build_replies(scenario: dict[str, Any]) -> list[Reply]:
     for spec in scenario["replies"]:
         if "json" in spec:
             parts: list[Any] = [json.dumps(spec["json"]).encode()]
+        elif "raw" in spec:
+            parts = [spec["raw"].encode()]
         else:
             parts = [_sse_part(event) for event in spec.get("sse", [])]
         if spec.get("drop"):
@@ -94,8 +96,12 @@ def new_server(scenario: dict[str, Any]) -> LoopbackServer:
 
 def with_base_url(scenario: dict[str, Any], url: str) -> dict[str, Any]:
     """The scenario's model with ``baseUrl`` on the loopback server, shaped per API as Pi
-    expects it (Google's base URL carries the version path)."""
+    expects it (Google's base URL carries the version path). A scenario that must never reach
+    a server (a missing key) names its own unresolvable ``baseUrl`` (``*.invalid``)."""
     model = dict(scenario["model"])
+    if "baseUrl" in scenario:
+        model["baseUrl"] = scenario["baseUrl"]
+        return model
     model["baseUrl"] = url + ("/v1beta" if model["api"] == "google-generative-ai" else "")
     if model["api"] in ("openai-completions", "openai-responses"):
         model["baseUrl"] = url + "/v1"
@@ -186,7 +192,7 @@ def run_pi_batch(scenarios: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
 
 # --- running ours ------------------------------------------------------------------------------
 
-_SIMPLE_FIELDS = {f for f in SimpleStreamOptions.__dataclass_fields__}
+_SIMPLE_FIELDS = set(SimpleStreamOptions.__dataclass_fields__)
 
 
 def _snake(name: str) -> str:

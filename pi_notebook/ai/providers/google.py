@@ -13,6 +13,7 @@ into an error message or a log line that quotes the request.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import json
 from collections.abc import Mapping
@@ -116,6 +117,9 @@ async def _run(run: ProviderRun, options: GoogleOptions, context: Context | Any)
         context = Context.model_validate(context)
     if not options.api_key and needs_api_key(model):
         raise StreamError(missing_key_message(model.provider))
+    # Pi never retries Gemini requests at the HTTP level: its Google provider ignores
+    # ``maxRetries`` (the genai SDK does not retry), so a 429 or 5xx ends the stream at once.
+    run.options = dataclasses.replace(run.options, max_retries=0)
     body = build_body(
         model,
         context,
@@ -124,7 +128,8 @@ async def _run(run: ProviderRun, options: GoogleOptions, context: Context | Any)
         tool_choice=options.tool_choice,
         thinking=_thinking(options.thinking),
     )
-    base_headers = {"content-type": "application/json", "accept": "text/event-stream"}
+    # What the genai SDK sends: Gemini streams SSE for ``alt=sse`` whatever ``accept`` says.
+    base_headers = {"content-type": "application/json", "accept": "*/*"}
     if options.api_key:
         base_headers["x-goog-api-key"] = options.api_key
     headers = merge_headers(base_headers, model.headers, options.headers)
