@@ -56,6 +56,8 @@ class ProviderError(Exception):
         self.headers: Mapping[str, str] = headers or {}
         self.body = body
         self.retry_note = ""
+        self.reason: str | None = None
+        """The HTTP reason phrase the server sent (``None`` for a transport error)."""
 
 
 MAX_ERROR_BODY_CHARS = 4000
@@ -207,6 +209,7 @@ async def open_stream(
             error = ProviderError(
                 response.status_code, format_error_body(response.status_code, text), response.headers, text
             )
+            error.reason = response.reason_phrase
         if options.signal is not None and options.signal.aborted:
             raise AbortError("Request aborted")  # Pi: an aborted request is never retried
         if attempt >= max_retries or not is_retryable(error):

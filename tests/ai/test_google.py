@@ -316,7 +316,8 @@ async def test_http_errors_end_in_a_single_error_event(
 async def test_non_json_error_body_is_wrapped(loopback: LoopbackServer) -> None:
     loopback.queue(json_reply(502, "upstream hiccup", {"content-type": "text/plain"}))
     _, msg = await run(stream(make_model(loopback), ctx(), {"api_key": KEY}))
-    assert msg.error_message == '{"error":{"message":"upstream hiccup","code":502,"status":"Bad Gateway"}}'
+    # "status" is the response's own reason phrase (the loopback server sends "X"), as the SDK's
+    assert msg.error_message == '{"error":{"message":"upstream hiccup","code":502,"status":"X"}}'
 
 
 async def test_max_retries_is_ignored_like_pi(loopback: LoopbackServer) -> None:
@@ -333,6 +334,16 @@ async def test_max_retries_is_ignored_like_pi(loopback: LoopbackServer) -> None:
 async def test_error_chunk_inside_a_200_stream(loopback: LoopbackServer) -> None:
     error = {"error": {"code": 503, "message": "overloaded", "status": "UNAVAILABLE"}}
     loopback.queue_sse([chunk({"text": "so far"}), sse(error)])
+    events, msg = await run(stream(make_model(loopback), ctx(), {"api_key": KEY}))
+    assert types(events)[-1] == "error"
+    assert msg.error_message == f"got status: UNAVAILABLE. {json.dumps(error, separators=(',', ':'))}"
+    assert msg.content[0].text == "so far"
+
+
+async def test_bare_json_error_chunk_after_the_headers(loopback: LoopbackServer) -> None:
+    # How an error reaches the genai SDK after a 200: a network chunk that is bare JSON, not SSE.
+    error = {"error": {"code": 503, "message": "overloaded", "status": "UNAVAILABLE"}}
+    loopback.queue_sse([chunk({"text": "so far"}), Delay(0.05), json.dumps(error).encode()])
     events, msg = await run(stream(make_model(loopback), ctx(), {"api_key": KEY}))
     assert types(events)[-1] == "error"
     assert msg.error_message == f"got status: UNAVAILABLE. {json.dumps(error, separators=(',', ':'))}"

@@ -24,13 +24,13 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from loopback import DROP, LoopbackServer, Recorded, Reply
+from loopback import DROP, Delay, LoopbackServer, Recorded, Reply
 
 from pi_notebook.ai.options import SimpleStreamOptions
 
 HERE = Path(__file__).parent
 SCENARIOS_FILE = HERE / "scenarios" / "wire.json"
-KEY = "test-key"
+KEYS = ("test-key", "sk-ant-oat01-test-key")  # every apiKey a scenario passes
 SECRET = "<key>"
 
 # The headers a provider actually reads, compared exactly. Everything else Pi sends comes from
@@ -52,6 +52,7 @@ NOTABLE_HEADERS = (
     "x-session-affinity",
     "session_id",
     "x-client-request-id",
+    "x-app",
 )
 
 
@@ -65,6 +66,8 @@ def load_scenarios() -> list[dict[str, Any]]:
 
 
 def _sse_part(event: dict[str, Any]) -> bytes:
+    if "raw" in event:  # bytes that are not an SSE event (a bare JSON error chunk, say)
+        return str(event["raw"]).encode()
     data = event["data"]
     payload = data if isinstance(data, str) else json.dumps(data, separators=(",", ":"))
     head = f"event: {event['event']}\n" if event.get("event") else ""
@@ -80,7 +83,8 @@ def build_replies(scenario: dict[str, Any]) -> list[Reply]:
         elif "raw" in spec:
             parts = [spec["raw"].encode()]
         else:
-            parts = [_sse_part(event) for event in spec.get("sse", [])]
+            events = spec.get("sse", [])
+            parts = [Delay(event["delay"]) if "delay" in event else _sse_part(event) for event in events]
         if spec.get("drop"):
             parts.append(DROP)
         replies.append(Reply(status=spec["status"], parts=parts, headers=dict(spec["headers"])))
@@ -114,9 +118,9 @@ def with_base_url(scenario: dict[str, Any], url: str) -> dict[str, Any]:
 def _redact(name: str, value: str) -> str:
     if name == "authorization":
         scheme, _, rest = value.partition(" ")
-        return f"{scheme} {SECRET}" if rest == KEY else f"{scheme} <other>"
+        return f"{scheme} {SECRET}" if rest in KEYS else f"{scheme} <other>"
     if name in ("x-api-key", "x-goog-api-key", "api-key"):
-        return SECRET if value == KEY else "<other>"
+        return SECRET if value in KEYS else "<other>"
     return value
 
 
@@ -127,7 +131,9 @@ def request_record(request: Recorded) -> dict[str, Any]:
         body: Any = request.json if request.body else None
     except ValueError:
         body = request.body.decode("utf-8", "replace")
-    path = request.path.replace(KEY, SECRET)
+    path = request.path
+    for key in KEYS:
+        path = path.replace(key, SECRET)
     return {"method": request.method, "path": path, "headers": headers, "body": body}
 
 
@@ -210,21 +216,20 @@ def _event_record(event: Any) -> dict[str, Any]:
 
 async def run_ours(scenario: dict[str, Any]) -> dict[str, Any]:
     """Play one scenario through ``pi_notebook.ai`` against a fresh loopback server."""
-    from pi_notebook.ai import Model, stream, stream_simple
+    from pi_notebook.ai import Context, Model, stream, stream_simple
     from pi_notebook.ai.registry import get_api_provider
 
     async with LoopbackServer() as server:
         server.queue(*build_replies(scenario))
         model = Model.model_validate(with_base_url(scenario, server.url))
         options = python_options(scenario["options"])
+        context = Context.model_validate(scenario["context"])
         if set(options) <= _SIMPLE_FIELDS:
-            fn = stream_simple if scenario["simple"] else stream
-            s = fn(model, scenario["context"], options)
+            s = (stream_simple if scenario["simple"] else stream)(model, context, options)
         else:  # API-specific options go to the provider module itself
             provider = get_api_provider(model.api)
             assert provider is not None
-            fn = provider.stream_simple if scenario["simple"] else provider.stream
-            s = fn(model, scenario["context"], options)
+            s = (provider.stream_simple if scenario["simple"] else provider.stream)(model, context, options)
         events = [_event_record(e) async for e in s]
         final = (await asyncio.wait_for(s.result(), 5)).model_dump(mode="json")
         return {
@@ -281,6 +286,8 @@ def set_path(record: Any, path: str, value: Any) -> None:
         node = node[int(step)] if isinstance(node, list) else node[step]
     last = steps[-1]
     if isinstance(node, list):
+        while len(node) <= int(last):  # a deviation may name an item only one side has
+            node.append("<missing>")
         node[int(last)] = value
     elif value == "<missing>":
         node.pop(last, None)

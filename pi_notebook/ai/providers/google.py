@@ -165,10 +165,13 @@ def format_http_error(exc: ProviderError) -> str:
             return _dumps(json.loads(exc.body))
         except ValueError:
             pass
-    try:
-        reason = HTTPStatus(exc.status).phrase
-    except ValueError:
-        reason = ""
+    # The SDK's ``status`` is the response's own reason phrase (``statusText``).
+    reason = exc.reason
+    if reason is None:
+        try:
+            reason = HTTPStatus(exc.status).phrase
+        except ValueError:
+            reason = ""
     return _dumps({"error": {"message": exc.body, "code": exc.status, "status": reason}})
 
 
@@ -179,8 +182,19 @@ def _chunk_error(chunk: dict[str, Any]) -> str | None:
         return None
     code = error.get("code")
     if isinstance(code, int) and 400 <= code < 600:
-        return f"got status: {error.get('status')}. {_dumps(chunk)}"
+        status = error.get("status")
+        return f"got status: {'undefined' if status is None else status}. {_dumps(chunk)}"
     return None
+
+
+def _bare_json_error(chunk: bytes) -> str | None:
+    """The genai SDK tries every network chunk as bare JSON (not SSE) and throws on an error
+    object; that is how an error after the headers reaches Pi."""
+    try:
+        data = json.loads(chunk)
+    except ValueError:
+        return None
+    return _chunk_error(data) if isinstance(data, dict) else None
 
 
 _FINISH: dict[str, StopReason] = {"STOP": "stop", "MAX_TOKENS": "length"}
@@ -200,6 +214,8 @@ class _GeminiParser:
     async def consume(self, response: httpx.Response) -> None:
         decoder = SSEDecoder()
         async for chunk in response.aiter_bytes():
+            if chunk[:1] == b"{" and (error := _bare_json_error(chunk)) is not None:
+                raise StreamError(error)
             for event in decoder.feed(chunk):
                 self.handle(event.data)
         for event in decoder.flush():
