@@ -19,11 +19,13 @@ from __future__ import annotations
 import asyncio
 import json
 import re
+import ssl
 import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import httpx
 from loopback import DROP, Delay, LoopbackServer, Recorded, Reply
 
 from pi_notebook.ai.options import SimpleStreamOptions
@@ -199,6 +201,9 @@ def run_pi_batch(scenarios: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
 # --- running ours ------------------------------------------------------------------------------
 
 _SIMPLE_FIELDS = set(SimpleStreamOptions.__dataclass_fields__)
+# One SSL context for every scenario's client: building one per client costs ~0.1 s, and each
+# test runs in its own event loop (so the providers' per-loop shared client would be rebuilt).
+_SSL_CONTEXT = ssl.create_default_context()
 
 
 def _snake(name: str) -> str:
@@ -219,17 +224,19 @@ async def run_ours(scenario: dict[str, Any]) -> dict[str, Any]:
     from pi_notebook.ai import Context, Model, stream, stream_simple
     from pi_notebook.ai.registry import get_api_provider
 
-    async with LoopbackServer() as server:
+    async with LoopbackServer() as server, httpx.AsyncClient(verify=_SSL_CONTEXT) as client:
         server.queue(*build_replies(scenario))
         model = Model.model_validate(with_base_url(scenario, server.url))
         options = python_options(scenario["options"])
+        options_with_client = {**options, "http_client": client}
         context = Context.model_validate(scenario["context"])
         if set(options) <= _SIMPLE_FIELDS:
-            s = (stream_simple if scenario["simple"] else stream)(model, context, options)
+            s = (stream_simple if scenario["simple"] else stream)(model, context, options_with_client)
         else:  # API-specific options go to the provider module itself
             provider = get_api_provider(model.api)
             assert provider is not None
-            s = (provider.stream_simple if scenario["simple"] else provider.stream)(model, context, options)
+            fn = provider.stream_simple if scenario["simple"] else provider.stream
+            s = fn(model, context, options_with_client)
         events = [_event_record(e) async for e in s]
         final = (await asyncio.wait_for(s.result(), 5)).model_dump(mode="json")
         return {

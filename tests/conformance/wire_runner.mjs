@@ -35,8 +35,10 @@ for await (const chunk of process.stdin) chunks.push(chunk);
 const payload = JSON.parse(Buffer.concat(chunks).toString("utf8"));
 const results = {};
 for (const scenario of payload.scenarios) {
+	const started = performance.now();
 	try {
 		results[scenario.name] = await play(scenario);
+		results[scenario.name].ms = Math.round(performance.now() - started); // for slow-suite hunting
 	} catch (error) {
 		results[scenario.name] = { thrown: String(error?.stack ?? error) };
 	}
