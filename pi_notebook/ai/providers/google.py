@@ -198,6 +198,13 @@ def _bare_json_error(chunk: bytes) -> str | None:
 
 
 _FINISH: dict[str, StopReason] = {"STOP": "stop", "MAX_TOKENS": "length"}
+# The genai SDK's FinishReason values; all but STOP and MAX_TOKENS are error stops. Pi ends
+# the stream at once on any other value (before that chunk's usage is read).
+_KNOWN_FINISH = frozenset({
+    "FINISH_REASON_UNSPECIFIED", "STOP", "MAX_TOKENS", "SAFETY", "RECITATION", "LANGUAGE", "OTHER",
+    "BLOCKLIST", "PROHIBITED_CONTENT", "SPII", "MALFORMED_FUNCTION_CALL", "IMAGE_SAFETY",
+    "UNEXPECTED_TOOL_CALL", "IMAGE_PROHIBITED_CONTENT", "NO_IMAGE", "IMAGE_RECITATION", "IMAGE_OTHER",
+})  # fmt: skip
 
 
 class _GeminiParser:
@@ -246,6 +253,8 @@ class _GeminiParser:
             finish = candidate.get("finishReason")
             if finish:
                 output.raw_stop_reason = finish
+                if finish not in _KNOWN_FINISH:
+                    raise StreamError(f"Unhandled stop reason: {finish}")
                 output.stop_reason = _FINISH.get(finish, "error")
                 if any(block.type == "toolCall" for block in output.content):
                     output.stop_reason = "toolUse"
