@@ -11,7 +11,7 @@ A record is ``{"requests": [...], "events": [...], "final": {...}}``:
 * ``final`` is the final assistant message as Pi's JSON.
 
 Only timestamps and random ids are normalised (see ``normalise``); everything else is compared
-exactly.
+exactly. Response ids come from the scripted replies, so they are compared too.
 """
 
 from __future__ import annotations
@@ -96,7 +96,8 @@ def build_replies(scenario: dict[str, Any]) -> list[Reply]:
 def new_server(scenario: dict[str, Any]) -> LoopbackServer:
     server = LoopbackServer()
     server.queue(*build_replies(scenario))
-    # A client that sends more requests than the script has gets a 500 it can show.
+    # A client that sends more requests than the script has gets the loopback's own 500,
+    # which then shows up in the compared record.
     return server
 
 
@@ -166,8 +167,10 @@ def run_pi_batch(scenarios: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     from pi_node import run_node
 
     looper = _LoopThread()
+    servers: dict[str, LoopbackServer] = {}
     try:
-        servers = {s["name"]: looper.run(new_server(s).start()) for s in scenarios}
+        for s in scenarios:
+            servers[s["name"]] = looper.run(new_server(s).start())
         payload = {
             "scenarios": [
                 {
@@ -191,10 +194,10 @@ def run_pi_batch(scenarios: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
                 "events": result["events"],
                 "final": result["final"],
             }
-        for server in servers.values():
-            looper.run(server.stop())
         return records
     finally:
+        for server in servers.values():
+            looper.run(server.stop())
         looper.close()
 
 
