@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import email.utils
+import json
 import math
 import random
 import time
@@ -40,7 +41,12 @@ def get_client(options: StreamOptions | None = None) -> httpx.AsyncClient:
 
 
 class ProviderError(Exception):
-    """An HTTP error from a provider: ``status``, ``headers`` and the response body text."""
+    """An HTTP error from a provider: ``status``, ``headers`` and the response body text.
+
+    ``retry_note`` is the ``"Server requested Ns retry delay (max: Ms). "`` prefix when the
+    error ends a retry because the server asked for too long a wait, else ``""``; a provider
+    whose SDK words errors differently rebuilds its message as ``retry_note + its own text``.
+    """
 
     def __init__(
         self, status: int | None, message: str, headers: Mapping[str, str] | None = None, body: str = ""
@@ -49,27 +55,73 @@ class ProviderError(Exception):
         self.status = status
         self.headers: Mapping[str, str] = headers or {}
         self.body = body
+        self.retry_note = ""
+        self.reason: str | None = None
+        """The HTTP reason phrase the server sent (``None`` for a transport error)."""
 
 
-def format_error_body(status: int, body: str) -> str:
-    """``"<status> <provider message>"`` using the JSON error message when there is one."""
-    text = body.strip()
+MAX_ERROR_BODY_CHARS = 4000
+
+
+def js_stringify(value: Any) -> str:
+    """``JSON.stringify`` of a parsed JSON value (compact, non-ASCII kept)."""
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def _js_truthy(value: Any) -> bool:
+    if value is None or value is False or value == "":
+        return False
+    return not (isinstance(value, int | float) and not isinstance(value, bool) and value == 0)
+
+
+def _parse_json(text: str) -> Any:
     try:
-        import json
+        return json.loads(text)
+    except ValueError:
+        return None
 
-        data = json.loads(text)
-        err = data.get("error", data) if isinstance(data, dict) else data
-        if isinstance(err, dict):
-            msg = err.get("message") or err.get("msg") or json.dumps(err)
-            etype = err.get("type") or err.get("code") or err.get("status")
-            text = f"{msg}" if not etype or str(etype) in str(msg) else f"{etype}: {msg}"
-        elif isinstance(err, str):
-            text = err
-    except (ValueError, TypeError):
-        pass
-    if not text:
-        return f"{status} status code (no body)"
-    return f"{status} {text}"
+
+def sdk_error_object(body: str, whole_body: bool = False) -> Any:
+    """The error object the vendor SDKs keep for an HTTP error: the body's ``error`` member
+    (OpenAI SDK) or the whole JSON body (Anthropic SDK, ``whole_body``); ``None`` when the
+    body is not JSON."""
+    parsed = _parse_json(body)
+    if whole_body:
+        return parsed
+    return parsed.get("error") if isinstance(parsed, dict) else None
+
+
+def format_error_body(status: int, body: str, whole_body: bool = False) -> str:
+    """The message the OpenAI and Anthropic SDKs give an HTTP error, which Pi keeps:
+    ``"<status> <error.message>"``, else ``"<status> <error object as JSON>"``, else
+    ``"<status> <raw body>"`` for a body that is not JSON, else ``"<status> status code (no body)"``.
+    """
+    parsed = _parse_json(body)
+    error = sdk_error_object(body, whole_body)
+    message = error.get("message") if isinstance(error, dict) else None
+    if _js_truthy(message):
+        text = message if isinstance(message, str) else js_stringify(message)
+    elif _js_truthy(error):
+        text = js_stringify(error)
+    else:
+        text = "" if _js_truthy(parsed) else body  # the SDK keeps raw text only when it is not JSON
+    return f"{status} {text}" if text else f"{status} status code (no body)"
+
+
+def with_error_body(error: ProviderError, prefix: str | None = None) -> str:
+    """Pi's ``formatProviderError`` for an OpenAI-SDK error: the SDK message when it already
+    shows the body (or there is none), else ``"<status>: <error object JSON>"`` (truncated at
+    4000 characters); with ``prefix``: ``"<prefix> (<status>): ..."``."""
+    message = str(error)
+    error_object = sdk_error_object(error.body)
+    body = None
+    if isinstance(error_object, dict | list) and error_object:
+        body = js_stringify(error_object).strip()
+        if len(body) > MAX_ERROR_BODY_CHARS:
+            body = f"{body[:MAX_ERROR_BODY_CHARS]}... [truncated {len(body) - MAX_ERROR_BODY_CHARS} chars]"
+    if error.status is None or error.retry_note or body is None or body in message:
+        return f"{prefix} ({error.status}): {message}" if prefix and error.status is not None else message
+    return f"{prefix} ({error.status}): {body}" if prefix else f"{error.status}: {body}"
 
 
 def merge_headers(base: Mapping[str, str], *extra: Mapping[str, str | None] | None) -> dict[str, str]:
@@ -138,8 +190,6 @@ async def open_stream(
     ``options.max_retries`` times with the server's ``retry-after`` (capped by
     ``options.max_retry_delay_ms``, 0 = no cap) or capped exponential backoff.
     """
-    import json
-
     payload = json.dumps(body, ensure_ascii=False).encode("utf-8")
     max_retries = options.max_retries or 0
     cap_ms = 60_000 if options.max_retry_delay_ms is None else options.max_retry_delay_ms
@@ -159,18 +209,16 @@ async def open_stream(
             error = ProviderError(
                 response.status_code, format_error_body(response.status_code, text), response.headers, text
             )
+            error.reason = response.reason_phrase
         if options.signal is not None and options.signal.aborted:
             raise AbortError("Request aborted")  # Pi: an aborted request is never retried
         if attempt >= max_retries or not is_retryable(error):
             raise error
         delay, requested = _retry_delay_s(error, attempt)
         if requested and cap_ms > 0 and delay * 1000 > cap_ms:
-            raise ProviderError(
-                error.status,
-                f"Server requested {math.ceil(delay)}s retry delay "
-                f"(max: {math.ceil(cap_ms / 1000)}s). {error}",
-                error.headers,
-                error.body,
-            )
+            note = f"Server requested {math.ceil(delay)}s retry delay (max: {math.ceil(cap_ms / 1000)}s). "
+            capped = ProviderError(error.status, f"{note}{error}", error.headers, error.body)
+            capped.retry_note = note
+            raise capped
         await abortable_sleep(delay, options.signal)
         attempt += 1

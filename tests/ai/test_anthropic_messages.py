@@ -432,7 +432,8 @@ async def test_error_event_inside_a_200_stream(loopback: LoopbackServer) -> None
     )
     events, msg = await run(stream(make_model(loopback), ctx(), opts()))
     assert types(events) == ["start", "text_start", "text_delta", "text_end", "error"]
-    assert msg.error_message == "overloaded_error: Overloaded"
+    # Pi shows the error event's data as it came
+    assert msg.error_message == '{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}'
     assert (msg.content[0].text, msg.usage.input) == ("Hi", 7)
 
 
@@ -607,7 +608,10 @@ async def test_env_key_is_sent_but_never_echoed(
     loopback.queue(anthropic_error(401, "authentication_error", "invalid x-api-key"))
     events, msg = await run(entry_stream(make_model(loopback), ctx()))
     assert loopback.requests[0].headers["x-api-key"] == KEY
-    assert msg.error_message == "401 authentication_error: invalid x-api-key"
+    # the Anthropic SDK's wording, which Pi keeps: the status and the whole JSON body
+    assert msg.error_message == (
+        '401 {"type":"error","error":{"type":"authentication_error","message":"invalid x-api-key"}}'
+    )
     assert all(KEY not in json.dumps(e.to_dict()) for e in events)
 
 

@@ -113,7 +113,8 @@ async def test_text_stream_events_usage_and_request(loopback: LoopbackServer) ->
     assert KEY not in request.path  # never in the URL
     assert request.json == {
         "contents": [{"role": "user", "parts": [{"text": "hi"}]}],
-        "systemInstruction": {"parts": [{"text": "Be brief."}]},
+        "systemInstruction": {"parts": [{"text": "Be brief."}], "role": "user"},
+        "generationConfig": {},  # the genai SDK always sends it
     }
 
 
@@ -259,7 +260,6 @@ async def test_successful_finish_reasons(loopback: LoopbackServer, raw: str, rea
         "PROHIBITED_CONTENT",
         "OTHER",
         "FINISH_REASON_UNSPECIFIED",
-        "SOMETHING_NEW",
     ],
 )
 async def test_failing_finish_reasons(loopback: LoopbackServer, raw: str) -> None:
@@ -271,6 +271,16 @@ async def test_failing_finish_reasons(loopback: LoopbackServer, raw: str) -> Non
     assert msg.error_message == f"Provider stopped with: {raw}"
     assert msg.content[0].text == "partial"
     assert msg.usage.input == 60
+
+
+async def test_unknown_finish_reason_ends_the_stream_at_once(loopback: LoopbackServer) -> None:
+    # Pi's mapping throws on a value the SDK does not know, before that chunk's usage is read
+    loopback.queue_sse([chunk({"text": "partial"}), chunk(finish="SOMETHING_NEW", usage=USAGE)])
+    events, msg = await run(stream(make_model(loopback), ctx(), {"api_key": KEY}))
+    assert types(events) == ["start", "text_start", "text_delta", "error"]
+    assert (msg.stop_reason, msg.raw_stop_reason) == ("error", "SOMETHING_NEW")
+    assert msg.error_message == "Unhandled stop reason: SOMETHING_NEW"
+    assert msg.usage.input == 0
 
 
 async def test_stream_without_finish_reason(loopback: LoopbackServer) -> None:
@@ -315,21 +325,34 @@ async def test_http_errors_end_in_a_single_error_event(
 async def test_non_json_error_body_is_wrapped(loopback: LoopbackServer) -> None:
     loopback.queue(json_reply(502, "upstream hiccup", {"content-type": "text/plain"}))
     _, msg = await run(stream(make_model(loopback), ctx(), {"api_key": KEY}))
-    assert msg.error_message == '{"error":{"message":"upstream hiccup","code":502,"status":"Bad Gateway"}}'
+    # "status" is the response's own reason phrase (the loopback server sends "X"), as the SDK's
+    assert msg.error_message == '{"error":{"message":"upstream hiccup","code":502,"status":"X"}}'
 
 
-async def test_retryable_errors_are_retried_when_asked(loopback: LoopbackServer) -> None:
+async def test_max_retries_is_ignored_like_pi(loopback: LoopbackServer) -> None:
+    # Pi's Google provider has no HTTP-level retry: a 429 ends the stream even with max_retries.
     loopback.queue(google_error(429, "RESOURCE_EXHAUSTED", "slow down", {"retry-after": "0"}))
     loopback.queue_sse([chunk({"text": "after retry"}, finish="STOP")])
     events, msg = await run(stream(make_model(loopback), ctx(), {"api_key": KEY, "max_retries": 2}))
-    assert types(events)[-1] == "done"
-    assert msg.content[0].text == "after retry"
-    assert len(loopback.requests) == 2
+    assert types(events) == ["error"]
+    assert msg.error_message is not None
+    assert "RESOURCE_EXHAUSTED" in msg.error_message
+    assert len(loopback.requests) == 1
 
 
 async def test_error_chunk_inside_a_200_stream(loopback: LoopbackServer) -> None:
     error = {"error": {"code": 503, "message": "overloaded", "status": "UNAVAILABLE"}}
     loopback.queue_sse([chunk({"text": "so far"}), sse(error)])
+    events, msg = await run(stream(make_model(loopback), ctx(), {"api_key": KEY}))
+    assert types(events)[-1] == "error"
+    assert msg.error_message == f"got status: UNAVAILABLE. {json.dumps(error, separators=(',', ':'))}"
+    assert msg.content[0].text == "so far"
+
+
+async def test_bare_json_error_chunk_after_the_headers(loopback: LoopbackServer) -> None:
+    # How an error reaches the genai SDK after a 200: a network chunk that is bare JSON, not SSE.
+    error = {"error": {"code": 503, "message": "overloaded", "status": "UNAVAILABLE"}}
+    loopback.queue_sse([chunk({"text": "so far"}), Delay(0.05), json.dumps(error).encode()])
     events, msg = await run(stream(make_model(loopback), ctx(), {"api_key": KEY}))
     assert types(events)[-1] == "error"
     assert msg.error_message == f"got status: UNAVAILABLE. {json.dumps(error, separators=(',', ':'))}"

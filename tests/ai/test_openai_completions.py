@@ -402,7 +402,7 @@ async def test_oversize_retry_after_fails_at_once(loopback: LoopbackServer) -> N
     assert len(loopback.requests) == 1
 
 
-async def test_openrouter_raw_metadata_is_appended(loopback: LoopbackServer) -> None:
+async def test_openrouter_raw_metadata_is_shown_once(loopback: LoopbackServer) -> None:
     body = {
         "error": {
             "message": "Provider returned error",
@@ -412,7 +412,9 @@ async def test_openrouter_raw_metadata_is_appended(loopback: LoopbackServer) -> 
     }
     loopback.queue(json_reply(400, body))
     _, msg = await collect(stream(make_model(loopback, provider="openrouter"), ctx(), opts()))
-    assert (msg.error_message or "").endswith("\nupstream: context too long")
+    # Pi: "<status>: <error object>"; the raw upstream text is already in it, so not appended
+    assert msg.error_message == "400: " + json.dumps(body["error"], separators=(",", ":"))
+    assert (msg.error_message or "").count("upstream: context too long") == 1
 
 
 # --- broken streams ---

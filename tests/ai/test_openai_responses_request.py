@@ -296,7 +296,7 @@ async def test_tools_caching_and_generic_options(loopback: LoopbackServer) -> No
     context = Context(messages=[UserMessage(content="hi")], tools=[tool])
     body = await send(
         loopback,
-        make_model(loopback),
+        make_model(loopback, compat={"supportsStrictMode": True}),  # as the catalogue marks OpenAI's
         context,
         session_id=session,
         cache_retention="long",
@@ -321,7 +321,7 @@ async def test_tools_caching_and_generic_options(loopback: LoopbackServer) -> No
     assert headers["session_id"] == headers["x-client-request-id"] == session
     assert headers["x-extra"] == "1"
 
-    # another provider speaking the same API: no strict flag; retention none: no cache key
+    # a model whose compat does not claim strict mode: no strict flag; retention none: no cache key
     other = make_model(loopback, provider="azure-like")
     body = await send(loopback, other, context, session_id="abc", cache_retention="none")
     assert "strict" not in body["tools"][0]

@@ -35,6 +35,7 @@ from ..events import (
     ToolCallEndEvent,
     ToolCallStartEvent,
 )
+from ..http import ProviderError, format_error_body
 from ..json_parse import parse_json_with_repair, parse_streaming_json
 from ..options import SimpleStreamOptions, coerce_options
 from ..simple_options import adjust_max_tokens_for_thinking, build_base_options, clamp_max_tokens_to_context
@@ -132,7 +133,13 @@ async def _run(run: ProviderRun, context: Context) -> None:
     if not options.api_key and not has_auth_header(options.headers) and needs_api_key(model):
         raise StreamError(missing_key_message(model.provider))
     payload = build_params(model, context, options)
-    response = await run.send(messages_url(model), build_headers(model, context, options), payload)
+    try:
+        response = await run.send(messages_url(model), build_headers(model, context, options), payload)
+    except ProviderError as exc:
+        if exc.status is None:
+            raise
+        # The Anthropic SDK's wording, which Pi keeps: the status and the whole JSON body.
+        raise StreamError(exc.retry_note + format_error_body(exc.status, exc.body, whole_body=True)) from None
     parser = _Parser(run)
     decoder = SSEDecoder()
     try:
@@ -172,10 +179,8 @@ def error_text(data: Any) -> str:
 
 
 def _error_event_text(data: bytes) -> str:
-    try:
-        return error_text(jiter.from_json(data))
-    except ValueError:
-        return data.decode("utf-8", "replace") or "Anthropic stream error"
+    # Pi throws the event's data as it came: the raw JSON text of the error event.
+    return data.decode("utf-8", "replace") or "Anthropic stream error"
 
 
 class _Open:

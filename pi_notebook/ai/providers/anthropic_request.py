@@ -131,6 +131,9 @@ def build_headers(model: Model, context: Context, options: AnthropicOptions) -> 
         "accept": "application/json",
         "content-type": "application/json",
         "anthropic-version": API_VERSION,
+        # Pi's Anthropic client always sends it (it lets the same client run in a browser);
+        # sent here too so a proxy or the API sees the same request from both.
+        "anthropic-dangerous-direct-browser-access": "true",
     }
     key = options.api_key
     if is_oauth_token(key):

@@ -13,6 +13,7 @@ into an error message or a log line that quotes the request.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import json
 from collections.abc import Mapping
@@ -116,6 +117,9 @@ async def _run(run: ProviderRun, options: GoogleOptions, context: Context | Any)
         context = Context.model_validate(context)
     if not options.api_key and needs_api_key(model):
         raise StreamError(missing_key_message(model.provider))
+    # Pi never retries Gemini requests at the HTTP level: its Google provider ignores
+    # ``maxRetries`` (the genai SDK does not retry), so a 429 or 5xx ends the stream at once.
+    run.options = dataclasses.replace(run.options, max_retries=0)
     body = build_body(
         model,
         context,
@@ -124,7 +128,8 @@ async def _run(run: ProviderRun, options: GoogleOptions, context: Context | Any)
         tool_choice=options.tool_choice,
         thinking=_thinking(options.thinking),
     )
-    base_headers = {"content-type": "application/json", "accept": "text/event-stream"}
+    # What the genai SDK sends: Gemini streams SSE for ``alt=sse`` whatever ``accept`` says.
+    base_headers = {"content-type": "application/json", "accept": "*/*"}
     if options.api_key:
         base_headers["x-goog-api-key"] = options.api_key
     headers = merge_headers(base_headers, model.headers, options.headers)
@@ -160,10 +165,13 @@ def format_http_error(exc: ProviderError) -> str:
             return _dumps(json.loads(exc.body))
         except ValueError:
             pass
-    try:
-        reason = HTTPStatus(exc.status).phrase
-    except ValueError:
-        reason = ""
+    # The SDK's ``status`` is the response's own reason phrase (``statusText``).
+    reason = exc.reason
+    if reason is None:
+        try:
+            reason = HTTPStatus(exc.status).phrase
+        except ValueError:
+            reason = ""
     return _dumps({"error": {"message": exc.body, "code": exc.status, "status": reason}})
 
 
@@ -174,11 +182,29 @@ def _chunk_error(chunk: dict[str, Any]) -> str | None:
         return None
     code = error.get("code")
     if isinstance(code, int) and 400 <= code < 600:
-        return f"got status: {error.get('status')}. {_dumps(chunk)}"
+        status = error.get("status")
+        return f"got status: {'undefined' if status is None else status}. {_dumps(chunk)}"
     return None
 
 
+def _bare_json_error(chunk: bytes) -> str | None:
+    """The genai SDK tries every network chunk as bare JSON (not SSE) and throws on an error
+    object; that is how an error after the headers reaches Pi."""
+    try:
+        data = json.loads(chunk)
+    except ValueError:
+        return None
+    return _chunk_error(data) if isinstance(data, dict) else None
+
+
 _FINISH: dict[str, StopReason] = {"STOP": "stop", "MAX_TOKENS": "length"}
+# The genai SDK's FinishReason values; all but STOP and MAX_TOKENS are error stops. Pi ends
+# the stream at once on any other value (before that chunk's usage is read).
+_KNOWN_FINISH = frozenset({
+    "FINISH_REASON_UNSPECIFIED", "STOP", "MAX_TOKENS", "SAFETY", "RECITATION", "LANGUAGE", "OTHER",
+    "BLOCKLIST", "PROHIBITED_CONTENT", "SPII", "MALFORMED_FUNCTION_CALL", "IMAGE_SAFETY",
+    "UNEXPECTED_TOOL_CALL", "IMAGE_PROHIBITED_CONTENT", "NO_IMAGE", "IMAGE_RECITATION", "IMAGE_OTHER",
+})  # fmt: skip
 
 
 class _GeminiParser:
@@ -195,6 +221,8 @@ class _GeminiParser:
     async def consume(self, response: httpx.Response) -> None:
         decoder = SSEDecoder()
         async for chunk in response.aiter_bytes():
+            if chunk[:1] == b"{" and (error := _bare_json_error(chunk)) is not None:
+                raise StreamError(error)
             for event in decoder.feed(chunk):
                 self.handle(event.data)
         for event in decoder.flush():
@@ -225,6 +253,8 @@ class _GeminiParser:
             finish = candidate.get("finishReason")
             if finish:
                 output.raw_stop_reason = finish
+                if finish not in _KNOWN_FINISH:
+                    raise StreamError(f"Unhandled stop reason: {finish}")
                 output.stop_reason = _FINISH.get(finish, "error")
                 if any(block.type == "toolCall" for block in output.content):
                     output.stop_reason = "toolUse"

@@ -284,7 +284,11 @@ def build_body(
     """The ``GenerateContentRequest`` (keys in a stable order: it is what ``on_payload`` sees)."""
     body: dict[str, Any] = {"contents": convert_messages(model, context)}
     if context.system_prompt:
-        body["systemInstruction"] = {"parts": [{"text": sanitize_surrogates(context.system_prompt)}]}
+        # The genai SDK turns Pi's string into a Content with role "user"; Gemini accepts both.
+        body["systemInstruction"] = {
+            "parts": [{"text": sanitize_surrogates(context.system_prompt)}],
+            "role": "user",
+        }
     if context.tools:
         body["tools"] = convert_tools(context.tools)
         mode = function_calling_mode(context.tools, tool_choice, supports_strict_tool_sampling(model.id))
@@ -298,8 +302,8 @@ def build_body(
     config = thinking_config(model, thinking)
     if config is not None:
         generation["thinkingConfig"] = config
-    if generation:
-        body["generationConfig"] = generation
+    # The genai SDK sends ``generationConfig`` even when empty; so do we, byte for byte.
+    body["generationConfig"] = generation
     return body
 
 

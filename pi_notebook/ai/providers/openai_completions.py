@@ -36,7 +36,7 @@ from ..events import (
     ToolCallEndEvent,
     ToolCallStartEvent,
 )
-from ..http import ProviderError, merge_headers
+from ..http import ProviderError, merge_headers, with_error_body
 from ..json_parse import parse_streaming_json
 from ..models import clamp_thinking_level
 from ..options import SimpleStreamOptions, StreamOptions, coerce_options
@@ -156,7 +156,9 @@ async def _request(run: ProviderRun, context: Context, options: OpenAICompletion
     try:
         response = await run.send(url, headers, payload)
     except ProviderError as exc:
-        raise StreamError(_redact(_with_raw_metadata(str(exc), exc.body), options.api_key)) from None
+        # Pi keeps the status and the provider's error object: "<status>: <error JSON>".
+        message = _with_raw_metadata(with_error_body(exc), exc.body)
+        raise StreamError(_redact(message, options.api_key)) from None
     try:
         await _consume(run, response, options.api_key)
     finally:

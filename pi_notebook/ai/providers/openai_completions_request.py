@@ -52,6 +52,8 @@ _FAMILIES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "ant_ling": (("ant-ling",), ("api.ant-ling.com",)),
     "xai": (("xai",), ("api.x.ai",)),
     "deepseek": (("deepseek",), ("deepseek.com",)),
+    # Pi tells DeepSeek's endpoint non-standard (no ``store``) by its URL alone, not the id.
+    "deepseek_url": ((), ("deepseek.com",)),
     "cerebras": (("cerebras",), ("cerebras.ai",)),
     "chutes": ((), ("chutes.ai",)),
     "opencode": (("opencode",), ("opencode.ai",)),
@@ -72,7 +74,7 @@ _CLOUD_PROVIDERS = frozenset(
     ]
 )
 _NON_STANDARD = frozenset({
-    "nvidia", "cerebras", "xai", "together", "chutes", "deepseek", "zai", "moonshot", "opencode",
+    "nvidia", "cerebras", "xai", "together", "chutes", "deepseek_url", "zai", "moonshot", "opencode",
     "cf_workers", "cf_gateway", "ant_ling", "mistral", "local",
 })  # fmt: skip
 _MAX_TOKENS_FIELD = frozenset(

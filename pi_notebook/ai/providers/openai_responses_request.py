@@ -213,10 +213,9 @@ def _tool_result_output(
 
 
 def supports_strict_mode(model: Model) -> bool:
-    # Pi's generated catalogue marks OpenAI's own Responses models strict-capable; ours may
-    # not carry that metadata, so the provider id decides when compat is silent.
-    value = (model.compat or {}).get("supportsStrictMode")
-    return bool(value) if value is not None else model.provider == "openai"
+    # Pi's rule: only models whose compat says so (the catalogue marks OpenAI's own models)
+    # get a ``strict`` flag on their tools; a custom model without compat sends none.
+    return bool((model.compat or {}).get("supportsStrictMode", False))
 
 
 def convert_tools(tools: list[Tool], supports_strict: bool) -> list[dict[str, Any]]:
@@ -295,7 +294,8 @@ def _add_reasoning(params: dict[str, Any], model: Model, options: OpenAIResponse
 
 def build_headers(api_key: str | None) -> dict[str, str]:
     """Content negotiation and auth; the caller merges affinity, model and option headers over them."""
-    headers = {"content-type": "application/json", "accept": "text/event-stream"}
+    # The OpenAI SDK's defaults (Pi's requests): the server streams SSE because of ``stream: true``.
+    headers = {"content-type": "application/json", "accept": "application/json"}
     if api_key:
         headers["authorization"] = f"Bearer {api_key}"
     return headers
