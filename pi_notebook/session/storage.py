@@ -154,9 +154,12 @@ def load_session_file(path: str) -> LoadedSession:
 
 
 def _parse_row(number: int, value: dict[str, Any], problems: list[str]) -> SessionEntry | None:
-    kind = value.get("type")
+    kind: Any = value.get("type")
     if kind == "session":
         problems.append(f"line {number}: a second session header, skipped")
+        return None
+    if not isinstance(kind, str):
+        problems.append(f"line {number}: not an entry (no 'type' field; a newer Pi?), skipped")
         return None
     if not isinstance(value.get("id"), str):
         problems.append(f"line {number}: {_describe(kind)} has no string id, skipped")
@@ -176,8 +179,8 @@ def _parse_row(number: int, value: dict[str, Any], problems: list[str]) -> Sessi
     return entry
 
 
-def _describe(kind: Any) -> str:
-    return f"{kind!r} entry" if isinstance(kind, str) else "a line without a type"
+def _describe(kind: str) -> str:
+    return f"{kind!r} entry"
 
 
 # --- migrations (on raw dicts, in place) -----------------------------------------------------
