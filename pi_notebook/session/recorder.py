@@ -57,13 +57,13 @@ class SessionRecorder:
         """Append a ``model_change`` / ``thinking_level_change`` for whichever differs from the
         context at the leaf. Returns the new entry ids."""
         context = self.manager.build_session_context()
+        fresh = not self.manager.get_entries()
         added: list[str] = []
         current = context.model
         if model is not None and (
             current is None or (current.provider, current.model_id) != (model.provider, model.id)
         ):
             added.append(self.manager.append_model_change(model.provider, model.id))
-        fresh = not self.manager.get_entries()
         if thinking_level is not None and (fresh or thinking_level != context.thinking_level):
             added.append(self.manager.append_thinking_level_change(thinking_level))
         return added

@@ -34,7 +34,8 @@ def test_settings_come_from_the_last_change_on_the_path() -> None:
     m.append_message(assistant(text("r")))  # anthropic / claude-sonnet-4-5
     ctx = m.build_session_context()
     assert ctx.thinking_level == "low"
-    assert ctx.model is not None and ctx.model.to_dict() == {
+    assert ctx.model is not None
+    assert ctx.model.to_dict() == {
         "provider": "anthropic",
         "modelId": "claude-sonnet-4-5",
     }
@@ -52,7 +53,8 @@ def test_one_compaction_keeps_from_first_kept_entry() -> None:
     m.append_message(user("after"))
     ctx = m.build_session_context()
     assert roles(ctx.messages) == ["compactionSummary", "user", "assistant", "user", "assistant", "user"]
-    assert ctx.messages[0].summary == "S1" and ctx.messages[0].tokens_before == 500
+    assert ctx.messages[0].summary == "S1"
+    assert ctx.messages[0].tokens_before == 500
     assert [first_text(x) for x in ctx.messages[1:]] == ["u2", "a3", "u4", "a5", "after"]
 
 
@@ -60,7 +62,8 @@ def test_several_compactions_use_only_the_latest() -> None:
     m = SessionManager.in_memory("/p")
     ids = apply_ops(m, compactions())
     ctx = m.build_session_context()
-    assert ctx.messages[0].role == "compactionSummary" and ctx.messages[0].summary == "Second summary."
+    assert ctx.messages[0].role == "compactionSummary"
+    assert ctx.messages[0].summary == "Second summary."
     assert "First summary." not in [getattr(x, "summary", None) for x in ctx.messages]
     kept = [first_text(x) for x in ctx.messages[1:]]
     assert kept == ["question 5", "answer 5", "question 6", "answer 6", "after both", "done"]

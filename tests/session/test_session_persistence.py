@@ -31,7 +31,8 @@ def test_nothing_is_written_before_the_first_assistant_message(tmp_path: Path) -
     m = SessionManager.create("/p", str(tmp_path))
     m.append_model_change("anthropic", "x")
     m.append_message(user("hi"))
-    assert m.session_file and not os.path.exists(m.session_file)
+    assert m.session_file
+    assert not os.path.exists(m.session_file)
     m.append_message(assistant(text("hello")))
     assert [row["type"] for row in lines(m.session_file)] == ["session", "model_change", "message", "message"]
     m.append_message(user("more"))
@@ -183,7 +184,8 @@ def test_lines_from_a_newer_pi_are_reported_not_fatal(tmp_path: Path) -> None:
     )
     with pytest.warns(SessionFormatWarning) as caught:
         m = SessionManager.open(path)
-    assert len(caught) == 1 and "\n" not in str(caught[0].message)
+    assert len(caught) == 1
+    assert "\n" not in str(caught[0].message)
     assert m.problems[0].startswith("header: session version 4 is newer")
     assert any("unknown entry type 'leaf'" in p for p in m.problems)
     assert any("line 4: not an entry (no 'type' field; a newer Pi?)" in p for p in m.problems)
@@ -226,5 +228,6 @@ def test_in_memory_never_writes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
     m = SessionManager.in_memory()
     m.append_message(user("a"))
     m.append_message(assistant(text("b")))
-    assert not m.is_persisted() and m.session_file is None
+    assert not m.is_persisted()
+    assert m.session_file is None
     assert list(tmp_path.iterdir()) == []

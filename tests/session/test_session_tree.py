@@ -69,7 +69,9 @@ def test_branch_with_summary_is_a_child_of_the_branch_point() -> None:
     m.append_message(assistant(text("b")))
     s = m.branch_with_summary(a, "gist", {"readFiles": [], "modifiedFiles": []})
     entry = m.get_entry(s)
-    assert entry is not None and entry.parent_id == a and entry.from_id == a  # type: ignore[union-attr]
+    assert entry is not None
+    assert entry.parent_id == a
+    assert entry.from_id == a
     assert texts(m) == ["a", "branchSummary"]
     root = m.branch_with_summary(None, "from root")
     assert m.get_entry(root).from_id == "root"  # type: ignore[union-attr]
@@ -144,7 +146,8 @@ def test_create_branched_session_keeps_one_path_and_its_labels(tmp_path: Path) -
     ids = apply_ops(m, branches())
     old_file = m.session_file
     new_file = m.create_branched_session(ids[9])
-    assert new_file and new_file != old_file
+    assert new_file
+    assert new_file != old_file
     assert m.get_header().parent_session == old_file
     entries = m.get_entries()
     assert [e.id for e in entries if not isinstance(e, LabelEntry)] == [ids[i] for i in (0, 1, 7, 8, 9)]
