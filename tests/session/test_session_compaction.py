@@ -172,8 +172,9 @@ async def test_branch_with_generated_summary_moves_and_summarizes(faux: FauxRegi
     entry = m.get_entry(summary_id or "")
     assert entry is not None
     assert entry.parent_id == answer
-    assert entry.summary.startswith(  # type: ignore[union-attr]
-        "The user explored a different conversation branch before returning here.\nSummary of that exploration:\n\nExplored plan A."
+    assert entry.summary == (  # type: ignore[union-attr]
+        "The user explored a different conversation branch before returning here.\n"
+        "Summary of that exploration:\n\nExplored plan A."
     )
     # choosing a user message moves to its parent (here: before the root) so it can be resent
     root_summary = await branch_with_generated_summary(m, first, SummaryRequest(model=faux.get_model()))

@@ -82,7 +82,7 @@ async def test_resume_continues_a_compacted_conversation(faux: FauxRegistration,
     m = SessionManager.create("/proj", str(tmp_path))
     SessionRecorder(m).attach(agent)
     await agent.prompt("first question")
-    m.append_compaction("The user asked a first question.", m.get_leaf_id() or "", 100)
+    m.append_compaction("Summary: an opening exchange.", m.get_leaf_id() or "", 100)
 
     seen: list[Context] = []
 
