@@ -146,15 +146,9 @@ async def test_second_compaction_updates_the_first_summary(faux: FauxRegistratio
     await compact_session(m, SummaryRequest(model=faux.get_model()), settings)
     conversation(m, 4)
     prep = prepare_compaction(m.get_branch(), settings)
-    assert (
-        prep is not None
-    )
-    assert (
-        prep.previous_summary is not None
-    )
-    assert (
-        prep.previous_summary.startswith("first")
-    )
+    assert prep is not None
+    assert prep.previous_summary is not None
+    assert prep.previous_summary.startswith("first")
     entry = await compact_session(m, SummaryRequest(model=faux.get_model()), settings)
     assert entry.summary.startswith("second")
     summaries = [x for x in m.build_session_context().messages if x.role == "compactionSummary"]
