@@ -276,7 +276,8 @@ _ENTRY_ADAPTER: TypeAdapter[Any] | None = None
 _MESSAGE_ADAPTER: TypeAdapter[Any] | None = None
 
 
-def _entry_adapter() -> TypeAdapter[Any]:
+def entry_adapter() -> TypeAdapter[Any]:
+    """The validator of the nine known entry types (built on first use)."""
     global _ENTRY_ADAPTER
     if _ENTRY_ADAPTER is None:
         _ENTRY_ADAPTER = TypeAdapter(KnownEntry)
@@ -313,7 +314,7 @@ def parse_entry(data: dict[str, Any]) -> SessionEntry:
             and message.get("role") in _NULL_CONTENT_ROLES
         ):
             data = {**data, "message": {**message, "content": []}}
-    entry: SessionEntry = _entry_adapter().validate_python(data)
+    entry: SessionEntry = entry_adapter().validate_python(data)
     return entry
 
 

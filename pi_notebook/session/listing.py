@@ -16,7 +16,7 @@ from typing import Any
 
 from ..ai.text import js_trim
 from .entries import iso_to_ms
-from .storage import default_session_dir, expand_path, get_sessions_dir, resolve_path
+from .storage import default_session_dir, expand_path, get_sessions_dir, read_header, resolve_path
 
 
 @dataclass(slots=True)
@@ -163,7 +163,7 @@ def find_most_recent_session(session_dir: str, cwd: str | None = None) -> str | 
     best: tuple[float, str] | None = None
     for name in names:
         path = os.path.join(session_dir, name)
-        header = _first_header(path)
+        header = read_header(path)
         if header is None:
             continue
         header_cwd = header.get("cwd")
@@ -177,26 +177,3 @@ def find_most_recent_session(session_dir: str, cwd: str | None = None) -> str | 
         if best is None or mtime > best[0]:
             best = (mtime, path)
     return best[1] if best else None
-
-
-_HEADER_SCAN_BYTES = 1024 * 1024
-
-
-def _first_header(path: str) -> dict[str, Any] | None:
-    """The header if the first parsed line (within 1 MiB) is one."""
-    try:
-        with open(path, "rb") as f:
-            data = f.read(_HEADER_SCAN_BYTES)
-    except OSError:
-        return None
-    for raw in data.split(b"\n"):
-        if not raw.strip():
-            continue
-        try:
-            value = json.loads(raw)
-        except ValueError:
-            continue
-        if isinstance(value, dict) and value.get("type") == "session" and isinstance(value.get("id"), str):
-            return value
-        return None
-    return None

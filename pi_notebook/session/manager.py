@@ -54,6 +54,7 @@ from .storage import (
     expand_path,
     file_size,
     load_session_file,
+    read_header,
     resolve_path,
     rewrite_file,
     session_file_name,
@@ -165,8 +166,8 @@ class SessionManager:
         resolved = resolve_path(path)
         cwd = cwd_override
         if cwd is None and os.path.exists(resolved):
-            header = load_session_file(resolved).header
-            cwd = header.cwd if header is not None and header.cwd else None
+            header = read_header(resolved) or {}
+            cwd = header["cwd"] if isinstance(header.get("cwd"), str) and header["cwd"] else None
         directory = expand_path(session_dir) if session_dir else os.path.dirname(resolved)
         return cls(cwd or os.getcwd(), directory, resolved, True, redact=redact)
 
@@ -296,6 +297,12 @@ class SessionManager:
             self._label_times.pop(entry.target_id, None)
 
     def _lines(self, entries: Sequence[SessionEntry]) -> list[bytes]:
+        if self._redact is None:
+            # pydantic writes the same compact JSON as json.dumps, without the dict detour
+            return [
+                dumps_line(e.raw) if isinstance(e, UnknownEntry) else e.model_dump_json().encode() + b"\n"
+                for e in entries
+            ]
         return [dumps_line(_apply(self._redact, e)) for e in entries]
 
     def _all_lines(self) -> list[bytes]:

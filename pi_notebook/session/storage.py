@@ -31,6 +31,7 @@ from .entries import (
     SessionHeader,
     UnknownEntry,
     ValidationError,
+    entry_adapter,
     new_entry_id,
     parse_entry,
 )
@@ -103,27 +104,18 @@ class LoadedSession:
     migrated: bool = False
 
 
-def read_json_lines(path: str) -> tuple[list[tuple[int, dict[str, Any]]], list[str]]:
-    """``(line number, object)`` for every line that parses as a JSON object."""
-    found: list[tuple[int, dict[str, Any]]] = []
-    problems: list[str] = []
-    with open(path, "rb") as f:
-        data = f.read()
-    lines = data.split(b"\n")
-    for number, raw in enumerate(lines, 1):
-        if not raw.strip():
-            continue
-        try:
-            value = json.loads(raw)
-        except ValueError:
-            torn = number == len(lines)
-            problems.append(f"line {number}: {'torn last line' if torn else 'not valid JSON'}, skipped")
-            continue
-        if not isinstance(value, dict):
-            problems.append(f"line {number}: not a JSON object, skipped")
-            continue
-        found.append((number, value))
-    return found, problems
+def _loads_row(number: int, raw: bytes, last: int, problems: list[str]) -> dict[str, Any] | None:
+    """One line as a JSON object, or ``None`` with the reason added to ``problems``."""
+    try:
+        value = json.loads(raw)
+    except ValueError:
+        torn = number == last
+        problems.append(f"line {number}: {'torn last line' if torn else 'not valid JSON'}, skipped")
+        return None
+    if not isinstance(value, dict):
+        problems.append(f"line {number}: not a JSON object, skipped")
+        return None
+    return value
 
 
 def _is_header(value: dict[str, Any]) -> bool:
@@ -135,22 +127,60 @@ def load_session_file(path: str) -> LoadedSession:
 
     Never raises for the content of a line: what it skips or does not know is in ``problems``.
     """
-    rows, problems = read_json_lines(path)
+    with open(path, "rb") as f:
+        lines = f.read().split(b"\n")
+    problems: list[str] = []
+    rows: list[tuple[int, dict[str, Any]]] = []
+    for number, raw in enumerate(lines, 1):
+        if raw.strip():
+            value = _loads_row(number, raw, len(lines), problems)
+            if value is not None:
+                rows.append((number, value))
+                break
     if not rows or not _is_header(rows[0][1]):
         return LoadedSession(header=None, problems=problems)
-    migrated = migrate_to_current_version([value for _, value in rows])
+    first = rows[0][0]
+    version = rows[0][1].get("version", 1)
+    if isinstance(version, int) and version < CURRENT_SESSION_VERSION:
+        # Old files: every line as a dict, migrated in place, then typed.
+        for number, raw in enumerate(lines[first:], first + 1):
+            value = _loads_row(number, raw, len(lines), problems) if raw.strip() else None
+            if value is not None:
+                rows.append((number, value))
+        migrate_to_current_version([value for _, value in rows])
+        entries = [e for number, value in rows[1:] if (e := _parse_row(number, value, problems))]
+    else:
+        entries = _parse_lines(lines, first, problems)
     header = SessionHeader.model_validate(rows[0][1])
     if header.version > CURRENT_SESSION_VERSION:
-        problems.append(
+        problems.insert(
+            0,
             f"header: session version {header.version} is newer than this reader "
-            f"(version {CURRENT_SESSION_VERSION}); entries it does not know are kept but ignored"
+            f"(version {CURRENT_SESSION_VERSION}); entries it does not know are kept but ignored",
         )
+    return LoadedSession(
+        header=header, entries=entries, problems=problems, migrated=version != header.version
+    )
+
+
+def _parse_lines(lines: list[bytes], first: int, problems: list[str]) -> list[SessionEntry]:
+    """Entries of a current file: each line straight from JSON into its model; a line that
+    does not validate takes the careful path that explains why."""
+    adapter = entry_adapter()
     entries: list[SessionEntry] = []
-    for number, value in rows[1:]:
-        entry = _parse_row(number, value, problems)
+    for number, raw in enumerate(lines[first:], first + 1):
+        if not raw.strip():
+            continue
+        try:
+            entries.append(adapter.validate_json(raw))
+            continue
+        except ValidationError:
+            pass
+        value = _loads_row(number, raw, len(lines), problems)
+        entry = _parse_row(number, value, problems) if value is not None else None
         if entry is not None:
             entries.append(entry)
-    return LoadedSession(header=header, entries=entries, problems=problems, migrated=migrated)
+    return entries
 
 
 def _parse_row(number: int, value: dict[str, Any], problems: list[str]) -> SessionEntry | None:
@@ -295,6 +325,27 @@ def rewrite_file(path: str, lines: Iterable[bytes]) -> None:
         os.close(fd)
     os.replace(tmp, path)
     _fsync_dir(path)
+
+
+_HEADER_SCAN_BYTES = 1024 * 1024
+
+
+def read_header(path: str) -> dict[str, Any] | None:
+    """The header of ``path`` if its first parsed line (within 1 MiB) is one; else ``None``."""
+    try:
+        with open(path, "rb") as f:
+            data = f.read(_HEADER_SCAN_BYTES)
+    except OSError:
+        return None
+    for raw in data.split(b"\n"):
+        if not raw.strip():
+            continue
+        try:
+            value = json.loads(raw)
+        except ValueError:
+            continue
+        return value if isinstance(value, dict) and _is_header(value) else None
+    return None
 
 
 def file_size(path: str) -> int:

@@ -95,4 +95,5 @@ def test_a_torn_tail_is_repaired_before_the_next_append(tmp_path: Path, cut: int
         again = SessionManager.open(str(path))
         new = again.append_message({"role": "user", "content": "b", "timestamp": 3})
         ids = [e.id for e in SessionManager.open(str(path)).get_entries()]
-    assert ids[-1] == new and len(ids) == 3
+    assert ids[-1] == new
+    assert len(ids) == 3
