@@ -66,17 +66,19 @@ from .entries import (
     parse_entry,
 )
 from .listing import SessionInfo, find_most_recent_session, list_all_sessions, list_sessions
-from .manager import Redactor, SessionFormatWarning, SessionManager, SessionTreeNode, redact_strings
+from .manager import SessionFormatWarning, SessionManager, SessionTreeNode
 from .messages import bash_execution_to_text, convert_to_llm
 from .recorder import SessionRecorder, replay, resume
 from .storage import (
     ENV_AGENT_DIR,
     ENV_SESSION_DIR,
+    Redactor,
     SessionError,
     default_session_dir,
     get_agent_dir,
     load_session_file,
     migrate_to_current_version,
+    redact_strings,
 )
 from .summary_text import serialize_conversation
 

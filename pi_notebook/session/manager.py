@@ -12,11 +12,10 @@ sees each entry's JSON object before it is written (the in-memory entries keep t
 
 from __future__ import annotations
 
-import copy
 import os
 import re
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -37,7 +36,6 @@ from .entries import (
     SessionInfoEntry,
     ThinkingLevelChangeEntry,
     UnknownEntry,
-    entry_to_dict,
     iso_now,
     iso_to_ms,
     new_entry_id,
@@ -45,8 +43,10 @@ from .entries import (
     uuidv7,
 )
 from .storage import (
+    Redactor,
     SessionError,
     append_lines,
+    apply_redactor,
     assert_valid_session_id,
     create_file,
     default_session_dir,
@@ -59,9 +59,6 @@ from .storage import (
     rewrite_file,
     session_file_name,
 )
-
-Redactor = Callable[[dict[str, Any]], dict[str, Any]]
-"""Takes an entry's JSON object, returns the object to write (secrets replaced)."""
 
 _SUMMARY_ROLES = ("branchSummary", "compactionSummary")
 
@@ -76,26 +73,6 @@ class SessionTreeNode:
     children: list[SessionTreeNode] = field(default_factory=list)
     label: str | None = None
     label_timestamp: str | None = None
-
-
-def redact_strings(redact_text: Callable[[str], str]) -> Redactor:
-    """A :data:`Redactor` applying ``redact_text`` to every string value of an entry, except the
-    tree's own fields (``type``, ids, timestamps), so a redacted file still loads as a tree."""
-    structural = {"type", "id", "parentId", "timestamp", "targetId", "firstKeptEntryId", "fromId"}
-
-    def walk(value: Any) -> Any:
-        if isinstance(value, str):
-            return redact_text(value)
-        if isinstance(value, list):
-            return [walk(v) for v in value]
-        if isinstance(value, dict):
-            return {k: walk(v) for k, v in value.items()}
-        return value
-
-    def redactor(entry: dict[str, Any]) -> dict[str, Any]:
-        return {k: (v if k in structural else walk(v)) for k, v in entry.items()}
-
-    return redactor
 
 
 class SessionManager:
@@ -216,7 +193,7 @@ class SessionManager:
         )
         path = os.path.join(directory, session_file_name(header.timestamp, header.id))
         lines = [dumps_line(header.model_dump())]
-        lines += [dumps_line(_apply(redact, e)) for e in loaded.entries]
+        lines += [dumps_line(apply_redactor(redact, e)) for e in loaded.entries]
         create_file(path, lines)
         return cls(target, directory, path, True, redact=redact)
 
@@ -303,7 +280,7 @@ class SessionManager:
                 dumps_line(e.raw) if isinstance(e, UnknownEntry) else e.model_dump_json().encode() + b"\n"
                 for e in entries
             ]
-        return [dumps_line(_apply(self._redact, e)) for e in entries]
+        return [dumps_line(apply_redactor(self._redact, e)) for e in entries]
 
     def _all_lines(self) -> list[bytes]:
         return [dumps_line(self._header.model_dump()), *self._lines(self._entries)]
@@ -579,15 +556,6 @@ def _with_parent(entry: SessionEntry, parent: str | None) -> SessionEntry:
     if isinstance(entry, UnknownEntry):
         return UnknownEntry(raw={**entry.raw, "parentId": parent})
     return entry.model_copy(update={"parent_id": parent})
-
-
-def _apply(redact: Redactor | None, entry: SessionEntry) -> dict[str, Any]:
-    data = entry_to_dict(entry)
-    if redact is None:
-        return data
-    if isinstance(entry, UnknownEntry):
-        data = copy.deepcopy(data)
-    return redact(data)
 
 
 def _warn(path: str, problems: list[str]) -> None:

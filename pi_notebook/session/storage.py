@@ -13,14 +13,16 @@ understand (:attr:`LoadedSession.problems`) and rewrites migrated files atomical
 Writing: every line is one ``os.write`` of the whole ``\\n``-terminated line followed by
 ``fsync``, so an entry whose append returned survives a killed process; a file whose last
 line was torn gets a newline first, so the torn fragment cannot swallow the next entry.
+An optional :data:`Redactor` sees each entry's JSON object just before it is written.
 """
 
 from __future__ import annotations
 
+import copy
 import json
 import os
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -32,6 +34,7 @@ from .entries import (
     UnknownEntry,
     ValidationError,
     entry_adapter,
+    entry_to_dict,
     new_entry_id,
     parse_entry,
 )
@@ -262,6 +265,38 @@ def migrate_to_current_version(rows: list[dict[str, Any]]) -> bool:
 
 
 # --- writing ------------------------------------------------------------------------------
+
+Redactor = Callable[[dict[str, Any]], dict[str, Any]]
+"""Takes an entry's JSON object, returns the object to write (secrets replaced)."""
+
+
+def redact_strings(redact_text: Callable[[str], str]) -> Redactor:
+    """A :data:`Redactor` applying ``redact_text`` to every string value of an entry, except the
+    tree's own fields (``type``, ids, timestamps), so a redacted file still loads as a tree."""
+    structural = {"type", "id", "parentId", "timestamp", "targetId", "firstKeptEntryId", "fromId"}
+
+    def walk(value: Any) -> Any:
+        if isinstance(value, str):
+            return redact_text(value)
+        if isinstance(value, list):
+            return [walk(v) for v in value]
+        if isinstance(value, dict):
+            return {k: walk(v) for k, v in value.items()}
+        return value
+
+    def redactor(entry: dict[str, Any]) -> dict[str, Any]:
+        return {k: (v if k in structural else walk(v)) for k, v in entry.items()}
+
+    return redactor
+
+
+def apply_redactor(redact: Redactor | None, entry: SessionEntry) -> dict[str, Any]:
+    data = entry_to_dict(entry)
+    if redact is None:
+        return data
+    if isinstance(entry, UnknownEntry):
+        data = copy.deepcopy(data)
+    return redact(data)
 
 
 def dumps_line(value: dict[str, Any]) -> bytes:
