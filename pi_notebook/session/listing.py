@@ -43,7 +43,7 @@ def _text_of(content: Any) -> str:
 
 
 def _activity_ms(entry: dict[str, Any], message: dict[str, Any]) -> int | None:
-    if message.get("role") not in ("user", "assistant"):
+    if message.get("role") not in ("user", "assistant") or "content" not in message:
         return None
     stamp = message.get("timestamp")
     if isinstance(stamp, int | float) and not isinstance(stamp, bool):

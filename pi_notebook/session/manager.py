@@ -246,6 +246,7 @@ class SessionManager:
         self._entries = []
         self._build_index()
         self._flushed = False
+        self.problems = []
         if self._persist:
             name = session_file_name(self._header.timestamp, self._header.id)
             self._session_file = os.path.join(self._session_dir, name)
