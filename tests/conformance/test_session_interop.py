@@ -34,6 +34,7 @@ from pi_notebook.ai.events import DoneEvent
 from pi_notebook.ai.types import AssistantMessage, Model, TextContent, Usage
 from pi_notebook.session import (
     CompactionSettings,
+    SessionFormatWarning,
     SessionManager,
     SummaryRequest,
     collect_entries_for_branch_summary,
@@ -503,3 +504,119 @@ def test_branch_summary_request_matches_pi() -> None:
             pi["result"]["readFiles"],
             pi["result"]["modifiedFiles"],
         )
+
+
+# --- old, damaged, foreign and agent-recorded files ------------------------------------------
+
+
+def _write_lines(path: Path, rows: list[Any], tail: str = "") -> str:
+    path.write_text(
+        "".join((r if isinstance(r, str) else json.dumps(r)) + "\n" for r in rows) + tail, "utf-8"
+    )
+    return str(path)
+
+
+def _v1_rows() -> list[Any]:
+    stamp = "2025-01-01T00:00:0{}.000Z"
+    hook = {"role": "hookMessage", "customType": "h", "content": "hook text", "display": True, "timestamp": 5}
+    return [
+        {"type": "session", "id": "old-v1", "timestamp": stamp.format(0), "cwd": CWD},
+        {"type": "message", "timestamp": stamp.format(1), "message": user("u0")},
+        {"type": "message", "timestamp": stamp.format(2), "message": assistant(text("a0"))},
+        {"type": "message", "timestamp": stamp.format(3), "message": user("u1", ts=3)},
+        {
+            "type": "compaction",
+            "timestamp": stamp.format(4),
+            "summary": "S",
+            "firstKeptEntryIndex": 3,
+            "tokensBefore": 9,
+        },
+        {"type": "message", "timestamp": stamp.format(5), "message": hook},
+        {"type": "model_change", "timestamp": stamp.format(6), "provider": "openai", "modelId": "gpt-4o"},
+    ]
+
+
+def _damaged_rows() -> list[Any]:
+    header = {
+        "type": "session",
+        "version": 4,
+        "id": "newer",
+        "timestamp": "2026-07-30T10:00:00.000Z",
+        "cwd": CWD,
+    }
+    stamp = "2026-07-30T10:00:01.000Z"
+    return [
+        header,
+        {"type": "message", "id": "a1", "parentId": None, "timestamp": stamp, "message": user("hi")},
+        "{broken json",
+        {"type": "leaf", "id": "l1", "parentId": "a1", "timestamp": stamp, "targetId": "a1"},
+        {
+            "type": "message",
+            "id": "a2",
+            "parentId": "l1",
+            "timestamp": stamp,
+            "message": assistant(text("yo")),
+        },
+        {
+            "type": "message",
+            "id": "a3",
+            "parentId": "a2",
+            "timestamp": stamp,
+            "message": {"role": "futureRole", "content": "x", "timestamp": 9},
+        },
+    ]
+
+
+async def _recorded_agent_session(directory: Path) -> SessionManager:
+    from pi_notebook.agent import Agent, tool
+    from pi_notebook.ai import stream_simple
+    from pi_notebook.ai.faux import faux_assistant_message, faux_tool_call, register_faux_provider
+    from pi_notebook.session import SessionRecorder
+
+    @tool
+    def add(a: int, b: int) -> str:
+        """Add two integers."""
+        return str(a + b)
+
+    faux = register_faux_provider(token_size={"min": 1, "max": 1})
+    try:
+        faux.set_responses(
+            [
+                faux_assistant_message(
+                    [faux_tool_call("add", {"a": 1, "b": 2}, id="t1")], stop_reason="toolUse"
+                ),
+                "3",
+            ]
+        )
+        agent = Agent(stream_fn=stream_simple, initial_state={"model": faux.get_model(), "tools": [add]})
+        m = SessionManager.create(CWD, str(directory))
+        SessionRecorder(m).attach(agent)
+        await agent.prompt("1 + 2?")
+        return m
+    finally:
+        faux.unregister()
+
+
+def test_old_damaged_newer_and_recorded_files_load_alike(tmp_path: Path) -> None:
+    ours_v1 = _write_lines(tmp_path / "v1-ours.jsonl", _v1_rows())
+    pi_v1 = _write_lines(tmp_path / "v1-pi.jsonl", _v1_rows())
+    damaged = _write_lines(tmp_path / "damaged.jsonl", _damaged_rows(), tail='{"type":"message","id":"a4"')
+    recorded = asyncio.run(_recorded_agent_session(tmp_path / "rec"))
+    actions = [{"kind": "load", "path": p} for p in (pi_v1, damaged, recorded.session_file)]
+    pi_v1_loaded, pi_damaged, pi_recorded = run_node("session_interop.mjs", {"actions": actions})
+
+    with pytest.warns(SessionFormatWarning, match="torn last line"):
+        ours_damaged = snapshot(SessionManager.open(damaged))
+    for key in ("entries", "leafId", "context", "tree"):
+        assert same_json(ours_damaged[key], pi_damaged[key]), key
+
+    ours = snapshot(SessionManager.open(ours_v1))
+    assert same_json(ours["context"], pi_v1_loaded["context"])  # migration gave the same tree
+    assert [without_ids(e) for e in ours["entries"]] == [without_ids(e) for e in pi_v1_loaded["entries"]]
+    assert [e["parentId"] is None for e in ours["entries"]] == [
+        e["parentId"] is None for e in pi_v1_loaded["entries"]
+    ]
+    assert json.loads(Path(ours_v1).read_text().splitlines()[0])["version"] == 3
+
+    assert same_json(snapshot(recorded)["context"], pi_recorded["context"])
+    assert same_json(snapshot(recorded)["entries"], pi_recorded["entries"])
