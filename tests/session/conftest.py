@@ -1,0 +1,9 @@
+"""Session-test fixtures. Puts ``tests/conformance`` on ``sys.path`` for the shared scenarios."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).parent))
+sys.path.insert(0, str(Path(__file__).parent.parent / "conformance"))
