@@ -22,7 +22,7 @@ import json
 import re
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import mcp_types
 from mcp.shared.dispatcher import ProgressFnT
@@ -30,10 +30,27 @@ from mcp.shared.dispatcher import ProgressFnT
 from ..agent.types import AgentTool, AgentToolResult, AgentToolUpdateCallback
 from ..ai.abort import AbortError, AbortSignal
 from ..ai.types import ImageContent, TextContent
-from .config import DEFAULT_APPROVAL, ApprovalPolicy
+from .config import DEFAULT_APPROVAL, ApprovalPolicy, ServerConfig
+from .runtime import BackgroundLoop
 
-if TYPE_CHECKING:
-    from .server import McpServer
+
+class ToolHost(Protocol):
+    """What a tool needs of its server (``server.McpServer`` is one): its name and config, the
+    background loop its session lives on, and ``call``. A protocol rather than an import, so
+    this module and ``server`` do not import each other."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def config(self) -> ServerConfig: ...
+
+    @property
+    def runtime(self) -> BackgroundLoop: ...
+
+    async def call(
+        self, tool: str, arguments: dict[str, Any], progress: ProgressFnT | None
+    ) -> mcp_types.CallToolResult: ...
 
 __all__ = ["McpTool", "McpToolError", "agent_tool_name", "progress_result", "to_agent_result"]
 
@@ -152,7 +169,7 @@ def _progress_forwarder(
     return forward
 
 
-def make_execute(server: McpServer, mcp_name: str) -> Callable[..., Awaitable[AgentToolResult]]:
+def make_execute(server: ToolHost, mcp_name: str) -> Callable[..., Awaitable[AgentToolResult]]:
     async def execute(
         tool_call_id: str,
         params: Any,
@@ -180,7 +197,7 @@ def make_execute(server: McpServer, mcp_name: str) -> Callable[..., Awaitable[Ag
     return execute
 
 
-def build_tool(server: McpServer, tool: mcp_types.Tool, name: str) -> McpTool:
+def build_tool(server: ToolHost, tool: mcp_types.Tool, name: str) -> McpTool:
     annotations = tool.annotations.model_dump(mode="json", exclude_none=True) if tool.annotations else None
     return McpTool(
         name=name,
