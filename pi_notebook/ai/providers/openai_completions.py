@@ -41,6 +41,7 @@ from ..json_parse import parse_streaming_json
 from ..models import clamp_thinking_level
 from ..options import SimpleStreamOptions, StreamOptions, coerce_options
 from ..simple_options import build_base_options
+from ..sse import SSEDecoder
 from ..types import (
     Context,
     Model,
@@ -183,52 +184,27 @@ def _redact(text: str, api_key: str | None) -> str:
 
 
 async def _consume(run: ProviderRun, response: httpx.Response, api_key: str | None) -> None:
-    """Split the body into SSE ``data:`` payloads and feed them to a :class:`_ChunkParser`."""
+    """Decode the body's SSE events and feed their ``data:`` payloads to a :class:`_ChunkParser`."""
     parser = _ChunkParser(run, api_key)
     on_data = parser.on_data
-    pending = b""  # an incomplete line carried over to the next read
-    lines: list[bytes] = []  # ``data:`` lines of the event being assembled
-    done = False
+    decoder = SSEDecoder()
+    feed = decoder.feed_data
+    done = False  # set at ``[DONE]``
     encoded = response.headers.get("content-encoding", "identity").lower() != "identity"
     # raw bytes skip httpx's decoder chain; a proxy that compresses the stream needs it back
     body = response.aiter_bytes() if encoded else response.aiter_raw()
     async for raw in body:
         if done:
             continue  # drain, so the connection goes back to the pool
-        if (
-            not pending
-            and not lines
-            and raw.startswith(b"data: ")
-            and raw.endswith(b"\n\n")
-            and raw.count(b"\n") == 2
-            and b"\r" not in raw
-        ):
-            # The common case: exactly one complete event per HTTP chunk.
-            done = on_data(raw[6:-2])
-            continue
-        buf = pending + raw
-        if b"\r" in buf:
-            # a trailing CR may be the first half of a CRLF split across reads: keep it pending
-            tail = b"\r" if buf.endswith(b"\r") else b""
-            buf = buf[: len(buf) - len(tail)].replace(b"\r\n", b"\n").replace(b"\r", b"\n") + tail
-        parts = buf.split(b"\n")
-        pending = parts.pop()
-        for line in parts:
-            if done:
+        # "event:", "id:", "retry:" and ":" comments carry nothing for Chat Completions
+        for data in feed(raw):
+            if on_data(data):
+                done = True
                 break
-            if not line:
-                if lines:
-                    done = on_data(b"\n".join(lines))
-                    lines = []
-            elif line.startswith(b"data:"):
-                lines.append(line[6:] if line.startswith(b"data: ") else line[5:])
-            # "event:", "id:", "retry:" and ":" comments carry nothing for Chat Completions
     if not done:
-        pending = pending.rstrip(b"\r")
-        if pending.startswith(b"data:"):
-            lines.append(pending[6:] if pending.startswith(b"data: ") else pending[5:])
-        if lines:  # a body that ends without the final blank line still delivers its last event
-            on_data(b"\n".join(lines))
+        for event in decoder.flush():  # a body that ends without the final blank line
+            if on_data(event.data):
+                break
     parser.finish()
 
 
