@@ -1,11 +1,14 @@
-"""The ``openai-completions`` adapter (spec 7.3): OpenAI Chat Completions and every server that
-speaks it (OpenRouter, Groq, DeepSeek, xAI, Together, Cerebras, Mistral, Ollama, vLLM,
-llama.cpp's ``llama-server``, LM Studio ...).
+"""The ``openai-completions`` provider: OpenAI Chat Completions and every server that speaks it
+(OpenRouter, Groq, DeepSeek, xAI, Together, Cerebras, Mistral, Ollama, vLLM, llama.cpp's
+``llama-server``, LM Studio ...). ``stream`` and ``stream_simple`` are the shared skeleton of
+:class:`._base.Provider` over this module's request and response parts.
 
 This module owns the response side, which is the per-token hot path: raw bytes from
-``aiter_raw()``, a hand-rolled SSE split with a one-event-per-chunk fast path, ``jiter`` for
-each ``data:`` payload, plain dict access, in-place block mutation and one slotted event per
-delta. Request building and compat detection live in :mod:`.openai_completions_request`.
+``aiter_raw()``, the data-only fast path of the shared SSE decoder
+(:meth:`..sse.SSEDecoder.feed_data`), ``jiter`` for each ``data:`` payload, plain dict access,
+in-place block mutation and one slotted event per delta. Request building and compat detection
+live in :mod:`.openai_completions_request`, the options type in
+:mod:`.openai_completions_options`.
 
 v0.83 block semantics: one text block and one thinking block per message (created on first
 delta), tool-call blocks keyed by stream index, and every ``*_end`` event emitted together after
@@ -15,8 +18,7 @@ the last chunk, in content order.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable
 from typing import Any
 
 import httpx
@@ -24,7 +26,6 @@ from jiter import from_json
 
 from ..cost import calculate_cost
 from ..env import missing_key_message, needs_api_key
-from ..event_stream import AssistantMessageEventStream, error_stream
 from ..events import (
     TextDeltaEvent,
     TextEndEvent,
@@ -39,7 +40,7 @@ from ..events import (
 from ..http import ProviderError, merge_headers
 from ..json_parse import parse_streaming_json
 from ..models import clamp_thinking_level
-from ..options import SimpleStreamOptions, StreamOptions, coerce_options
+from ..options import SimpleStreamOptions
 from ..simple_options import build_base_options
 from ..sse import SSEDecoder
 from ..types import (
@@ -48,11 +49,11 @@ from ..types import (
     StopReason,
     TextContent,
     ThinkingContent,
-    ThinkingLevel,
     ToolCall,
     Usage,
 )
-from ._base import ProviderRun, StreamError, start_provider_stream
+from ._base import Provider, ProviderRun, StreamError
+from .openai_completions_options import OpenAICompletionsOptions
 from .openai_completions_request import (
     Compat,
     build_params,
@@ -72,61 +73,6 @@ _STOP_REASONS: dict[str, StopReason] = {
     "tool_calls": "toolUse",
     "function_call": "toolUse",
 }
-
-
-@dataclass(kw_only=True)
-class OpenAICompletionsOptions(StreamOptions):
-    """``StreamOptions`` plus the Chat Completions specific knobs."""
-
-    tool_choice: str | dict[str, Any] | None = None
-    """``"auto"``, ``"none"``, ``"required"`` or ``{"type": "function", "function": {"name": ...}}``."""
-    reasoning_effort: ThinkingLevel | None = None
-    """Already clamped to the model; ``stream_simple`` derives it from ``reasoning``."""
-
-
-# --- entry points ---------------------------------------------------------------------------
-
-
-def stream(
-    model: Model, context: Context | dict[str, Any], options: Any = None
-) -> AssistantMessageEventStream:
-    """Stream one Chat Completions response. Never raises: failures arrive as an ``error`` event."""
-    try:
-        opts = (
-            options
-            if isinstance(options, OpenAICompletionsOptions)
-            else coerce_options(options, OpenAICompletionsOptions)
-        )
-        ctx = context if isinstance(context, Context) else Context.model_validate(context)
-    except Exception as exc:
-        return error_stream(model, str(exc) or type(exc).__name__)
-    return start_provider_stream(model, opts, lambda run: _request(run, ctx, opts), LABEL)
-
-
-def stream_simple(
-    model: Model, context: Context | dict[str, Any], options: Any = None
-) -> AssistantMessageEventStream:
-    """Map the provider-neutral ``reasoning`` level to this API's parameters, then :func:`stream`."""
-    try:
-        tool_choice = getattr(options, "tool_choice", None)
-        if isinstance(options, Mapping):  # a mapping may carry this API's tool_choice too
-            tool_choice = options.get("tool_choice")
-            options = {k: v for k, v in options.items() if k != "tool_choice"}
-        simple = (
-            options
-            if isinstance(options, SimpleStreamOptions)
-            else coerce_options(options, SimpleStreamOptions)
-        )
-        ctx = context if isinstance(context, Context) else Context.model_validate(context)
-        level = clamp_thinking_level(model, simple.reasoning) if simple.reasoning else None
-        opts = OpenAICompletionsOptions(
-            **build_base_options(model, ctx, simple),
-            reasoning_effort=None if level is None or level == "off" else level,
-            tool_choice=tool_choice,
-        )
-    except Exception as exc:
-        return error_stream(model, str(exc) or type(exc).__name__)
-    return stream(model, ctx, opts)
 
 
 # --- request ----------------------------------------------------------------------------------
@@ -178,6 +124,29 @@ def _redact(text: str, api_key: str | None) -> str:
     if api_key and len(api_key) >= 8 and api_key in text:
         return text.replace(api_key, "[redacted]")
     return text
+
+
+# --- entry points ----------------------------------------------------------------------------
+
+
+def _simple_options(model: Model, context: Context, simple: SimpleStreamOptions) -> OpenAICompletionsOptions:
+    """The provider-neutral ``reasoning`` level, clamped to the model, becomes ``reasoning_effort``."""
+    level = clamp_thinking_level(model, simple.reasoning) if simple.reasoning else None
+    return OpenAICompletionsOptions(
+        **build_base_options(model, context, simple),
+        reasoning_effort=None if level is None or level == "off" else level,
+    )
+
+
+PROVIDER = Provider(
+    LABEL,
+    OpenAICompletionsOptions,
+    _request,
+    _simple_options,
+    simple_passthrough=("tool_choice",),  # stream_simple takes this API's tool_choice too
+)
+stream = PROVIDER.stream
+stream_simple = PROVIDER.stream_simple
 
 
 # --- response ---------------------------------------------------------------------------------

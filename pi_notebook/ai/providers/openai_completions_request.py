@@ -14,7 +14,7 @@ import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..env import is_local_url
 from ..text import sanitize_surrogates, short_hash
@@ -30,9 +30,7 @@ from ..types import (
     ToolCall,
     ToolResultMessage,
 )
-
-if TYPE_CHECKING:
-    from .openai_completions import OpenAICompletionsOptions
+from .openai_completions_options import OpenAICompletionsOptions
 
 # Servers that run on the user's machine; they take ``max_tokens``, no ``store``, no developer role.
 LOCAL_PROVIDERS = frozenset(
