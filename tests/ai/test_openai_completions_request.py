@@ -1,4 +1,4 @@
-"""The ``openai-completions`` request (spec 7.3): the JSON body and headers the loopback server
+"""The ``openai-completions`` request: the JSON body and headers the loopback server
 received (messages, tools, max-tokens field, reasoning parameters per thinking format, caching
 fields, tool-call id normalisation) and compat detection per provider and base URL.
 """

@@ -1,5 +1,6 @@
-"""Request building for the ``anthropic-messages`` wire API (spec 7.5): options, headers,
-and the JSON body (system blocks, messages, tools, thinking, cache markers).
+"""Request building for the ``anthropic-messages`` wire API: headers and the JSON body
+(system blocks, messages, tools, thinking, cache markers); the options type is in
+:mod:`.anthropic_options`.
 
 Owns the translation of Pi's history into Anthropic's ``/v1/messages`` payload. The
 response side lives in :mod:`.anthropic_messages`. Everything here is plain dicts: the

@@ -1,4 +1,4 @@
-"""Request side of the ``google-generative-ai`` adapter (spec 7.6): Pi history -> Gemini
+"""Request side of the ``google-generative-ai`` adapter Pi history -> Gemini
 ``contents``, function declarations, tool config and thinking config, as the REST body of
 ``models/<id>:streamGenerateContent?alt=sse``.
 

@@ -1,4 +1,4 @@
-"""Request side of the ``openai-responses`` adapter (spec 7.4): Pi history -> Responses input items,
+"""Request side of the ``openai-responses`` adapter: Pi history -> Responses input items,
 tool definitions, the request body and headers.
 
 Replay rules worth knowing: reasoning items come back verbatim from ``thinkingSignature`` (the
