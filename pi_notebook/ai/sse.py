@@ -9,7 +9,7 @@ for APIs whose event names matter (Anthropic's ``event: error``); :meth:`SSEDeco
 gives only the data and carries the per-token fast path. Servers that stream one token per event
 usually send exactly one complete ``data: ...`` event per HTTP chunk; ``feed_data`` recognises
 that chunk with a handful of ``bytes`` checks instead of splitting it into lines and building an
-event object. That object alone costs about 3-5 % of ``openai-completions``' CPU per token (see
+event object. That object alone costs 2-3 % of ``openai-completions``' CPU per token (see
 ``bench/README.md``), which is why the fast path does not live in ``feed``.
 """
 
