@@ -7,8 +7,8 @@
 * a dropped connection or an abort keeps the content that arrived; an abort before the request
   sends nothing;
 * a missing API key is an ``error`` event naming the variable to set, before any request; a key
-  from the environment is sent in the API's header and never appears in an event; local servers
-  need no key;
+  from the environment is sent in the API's header and never appears in an event, not even when
+  the server echoes it back in an error; local servers need no key;
 * options or a context that cannot be used are an ``error`` event too: streams never raise.
 
 What is particular to one API (its event shapes, errors inside a 200 stream, request bodies)
@@ -338,6 +338,14 @@ async def test_an_env_key_is_sent_in_the_api_header_and_never_echoed(
     assert request.headers[name] == template.format(key=KEY)
     assert KEY not in request.path
     assert msg.error_message == wire.error_text(401, message)
+    assert all(KEY not in json.dumps(e.to_dict()) for e in events)
+
+
+async def test_a_key_echoed_back_in_an_error_is_redacted(wire: Wire, loopback: LoopbackServer) -> None:
+    loopback.queue(wire.error_reply(401, f"Incorrect API key provided: {KEY}."))
+    events, msg = await collect(wire.stream(wire.make_model(loopback), ctx(), _options()))
+    assert kinds(events) == ["error"]
+    assert msg.error_message == wire.error_text(401, "Incorrect API key provided: [redacted].")
     assert all(KEY not in json.dumps(e.to_dict()) for e in events)
 
 

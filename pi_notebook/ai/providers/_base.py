@@ -4,7 +4,8 @@ and the error-encoding wrapper its request runs in.
 The rule it enforces in one place: a provider's stream functions never raise. Options that do
 not fit, a context that does not validate, a crash while setting up, an HTTP error, a dropped
 connection, an abort or a bug all end the stream with exactly one terminal event (``error``, or
-``error`` with reason ``aborted``), carrying whatever content arrived before it.
+``error`` with reason ``aborted``), carrying whatever content arrived before it. Its message
+never contains the API key, even when the server echoed the key back.
 
 A provider supplies a :class:`Provider`: its options type, ``body(run, context, options)``
 (build the request, call :meth:`ProviderRun.send`, parse the stream while mutating
@@ -103,10 +104,18 @@ async def _produce(run: ProviderRun, body: Callable[[ProviderRun], Awaitable[Non
     except (Exception, asyncio.CancelledError) as exc:
         aborted = (signal is not None and signal.aborted) or isinstance(exc, asyncio.CancelledError)
         output.stop_reason = "aborted" if aborted else "error"
-        output.error_message = ABORT_MESSAGE if aborted else describe_error(exc)
+        message = ABORT_MESSAGE if aborted else describe_error(exc)
+        output.error_message = redact_key(message, run.options.api_key)
         run.stream.push(ErrorEvent(reason=output.stop_reason, error=output))
     finally:
         run.stream.end()
+
+
+def redact_key(text: str, api_key: str | None) -> str:
+    """Servers may echo the API key back in an error body; it must never reach a message."""
+    if api_key and len(api_key) >= 8 and api_key in text:  # a shorter "key" is no secret
+        return text.replace(api_key, "[redacted]")
+    return text
 
 
 def describe_error(exc: BaseException) -> str:
