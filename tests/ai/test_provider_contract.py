@@ -20,7 +20,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import pytest
@@ -79,10 +79,6 @@ class Wire:
     local_provider: str
     partial_input_tokens: int | None = None
     """Input tokens the partial answer already reported, which must survive a failure."""
-    id: str = field(init=False)
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "id", self.api)
 
     def error_reply(self, status: int, message: str, headers: dict[str, str] | None = None) -> Reply:
         return json_reply(status, self.error_body(status, message), headers)
@@ -194,7 +190,7 @@ WIRES = [
 ]
 
 
-@pytest.fixture(params=WIRES, ids=[w.id for w in WIRES])
+@pytest.fixture(params=WIRES, ids=[w.api for w in WIRES])
 def wire(request: pytest.FixtureRequest) -> Wire:
     return request.param  # type: ignore[no-any-return]
 
