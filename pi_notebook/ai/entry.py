@@ -2,8 +2,9 @@
 
 (The module is named ``entry`` so it cannot shadow the ``stream`` function on the package.)
 
-They never raise (DESIGN fix 4): an unknown API, a missing API key or a provider that throws
-while setting up all become a single terminal ``error`` event whose message says what to do.
+They never raise, where Pi's would throw: an unknown API, a missing API key or a provider that
+throws while setting up all become a single terminal ``error`` event whose message says what
+to do, so a caller only ever has to handle events.
 """
 
 from __future__ import annotations

@@ -2,13 +2,13 @@
 Anthropic's SSE wire format (``event: <type>`` + ``data: <json>``), one chunk per event.
 
 Ports Pi's anthropic-sse-parsing, cache-write-1h-cost, empty-thinking-signature,
-temperature, force-adaptive-thinking and eager-tool-input tests, plus HTTP errors,
-dropped connections and aborts. The request body shape is in ``test_anthropic_request.py``.
+temperature, force-adaptive-thinking and eager-tool-input tests. HTTP errors, retries, dropped
+connections, aborts and API keys, which every provider handles alike, are in
+``test_provider_contract.py``; the request body shape is in ``test_anthropic_request.py``.
 """
 
 from __future__ import annotations
 
-import asyncio
 import json
 from typing import Any
 
@@ -17,7 +17,6 @@ from ai.anthropic_fixtures import (
     KEY,
     block_start,
     block_stop,
-    client,
     delta,
     ev,
     http_client,  # noqa: F401 (its autouse fixture: a client per test)
@@ -31,12 +30,8 @@ from ai.anthropic_fixtures import (
 from ai.stream_helpers import collect as run
 from ai.stream_helpers import ctx
 from ai.stream_helpers import kinds as types
-from loopback import DROP, Delay, LoopbackServer, json_reply, sse
+from loopback import Delay, LoopbackServer, sse
 
-from pi_notebook.ai import (
-    AbortController,
-)
-from pi_notebook.ai import stream as entry_stream
 from pi_notebook.ai.providers.anthropic_messages import stream
 
 # --- streaming: text, thinking, tools --------------------------------------------------
@@ -328,75 +323,7 @@ async def test_failing_stop_reasons(loopback: LoopbackServer, raw: str, details:
     assert msg.usage.input == 412
 
 
-# --- HTTP errors and retries -----------------------------------------------------------
-
-
-def anthropic_error(status: int, kind: str, message: str, headers: dict[str, str] | None = None) -> Any:
-    return json_reply(status, {"type": "error", "error": {"type": kind, "message": message}}, headers)
-
-
-@pytest.mark.parametrize(
-    ("status", "kind", "text"),
-    [
-        (400, "invalid_request_error", "messages: at least one message is required"),
-        (401, "authentication_error", "invalid x-api-key"),
-        (429, "rate_limit_error", "Number of request tokens has exceeded your rate limit"),
-        (500, "api_error", "Internal server error"),
-        (529, "overloaded_error", "Overloaded"),
-    ],
-)
-async def test_http_errors_end_in_a_single_error_event(
-    loopback: LoopbackServer, status: int, kind: str, text: str
-) -> None:
-    loopback.queue(anthropic_error(status, kind, text, {"retry-after": "0"}))
-    events, msg = await run(stream(make_model(loopback), ctx(), opts()))
-    assert types(events) == ["error"]  # no ``start``: headers never arrived with a 2xx
-    assert (msg.stop_reason, msg.content) == ("error", [])
-    assert msg.error_message is not None
-    assert msg.error_message.startswith(str(status))
-    assert text in msg.error_message
-    assert kind in msg.error_message
-    assert KEY not in msg.error_message
-    assert KEY not in msg.model_dump_json()
-    assert len(loopback.requests) == 1  # max_retries defaults to 0
-
-
-@pytest.mark.parametrize(("status", "kind"), [(429, "rate_limit_error"), (529, "overloaded_error")])
-async def test_retryable_errors_are_retried_when_asked(
-    loopback: LoopbackServer, status: int, kind: str
-) -> None:
-    loopback.queue(anthropic_error(status, kind, "slow down", {"retry-after": "0"}))
-    loopback.queue_sse([message_start(), *text_block(0, "after retry"), *message_end()])
-    events, msg = await run(stream(make_model(loopback), ctx(), opts(max_retries=2)))
-    assert types(events)[-1] == "done"
-    assert msg.content[0].text == "after retry"
-    assert len(loopback.requests) == 2
-    assert loopback.requests[0].json == loopback.requests[1].json
-
-
-async def test_non_retryable_status_is_not_retried(loopback: LoopbackServer) -> None:
-    loopback.queue(anthropic_error(400, "invalid_request_error", "bad"))
-    _, msg = await run(stream(make_model(loopback), ctx(), opts(max_retries=3)))
-    assert msg.stop_reason == "error"
-    assert len(loopback.requests) == 1
-
-
-async def test_connection_dropped_mid_stream_keeps_partial_content(loopback: LoopbackServer) -> None:
-    loopback.queue_sse(
-        [
-            message_start(30),
-            block_start(0, {"type": "text", "text": ""}),
-            delta(0, type="text_delta", text="Half a sen"),
-            DROP,
-        ]
-    )
-    events, msg = await run(stream(make_model(loopback), ctx(), opts()))
-    assert types(events) == ["start", "text_start", "text_delta", "error"]
-    assert msg.stop_reason == "error"
-    assert msg.content[0].text == "Half a sen"
-    assert msg.usage.input == 30
-    assert msg.error_message
-    assert "connection" in msg.error_message.lower()
+# --- streams that end early ---------------------------------------------------------
 
 
 async def test_stream_ending_before_message_stop_is_an_error(loopback: LoopbackServer) -> None:
@@ -532,87 +459,7 @@ async def test_crlf_line_endings_and_split_chunks(loopback: LoopbackServer) -> N
     assert msg.content[0].text == "split"
 
 
-# --- abort -------------------------------------------------------------------------------
-
-
-async def test_abort_before_the_request(loopback: LoopbackServer) -> None:
-    controller = AbortController()
-    controller.abort()
-    events, msg = await run(stream(make_model(loopback), ctx(), opts(signal=controller.signal)))
-    assert types(events) == ["error"]
-    assert (events[0].reason, msg.stop_reason, msg.error_message) == (
-        "aborted",
-        "aborted",
-        "Request was aborted",
-    )
-    assert loopback.requests == []
-
-
-async def test_abort_mid_stream_keeps_partial_content_and_input_usage(loopback: LoopbackServer) -> None:
-    loopback.queue_sse(
-        [
-            message_start(55),
-            block_start(0, {"type": "text", "text": ""}),
-            delta(0, type="text_delta", text="Once upon"),
-            Delay(3),
-            delta(0, type="text_delta", text=" a time"),
-            block_stop(0),
-            *message_end(),
-        ]
-    )
-    controller = AbortController()
-    s = stream(make_model(loopback), ctx(), opts(signal=controller.signal))
-    events: list[Any] = []
-    started = asyncio.get_running_loop().time()
-    async for e in s:
-        events.append(e)
-        if e.type == "text_delta":
-            controller.abort()
-    msg = await s.result()
-    assert asyncio.get_running_loop().time() - started < 2  # did not wait for the server
-    assert types(events) == ["start", "text_start", "text_delta", "error"]
-    assert (events[-1].reason, msg.stop_reason, msg.error_message) == (
-        "aborted",
-        "aborted",
-        "Request was aborted",
-    )
-    assert msg.content[0].text == "Once upon"
-    assert msg.usage.input == 55
-
-
 # --- API keys ----------------------------------------------------------------------------
-
-
-async def test_missing_key_through_the_entry_point(
-    monkeypatch: pytest.MonkeyPatch, loopback: LoopbackServer
-) -> None:
-    for name in ("ANTHROPIC_API_KEY", "ANTHROPIC_OAUTH_TOKEN"):
-        monkeypatch.delenv(name, raising=False)
-    model = make_model(loopback, base_url="https://api.anthropic.com")
-    events, msg = await run(entry_stream(model, ctx()))
-    assert types(events) == ["error"]
-    assert msg.stop_reason == "error"
-    assert msg.error_message
-    assert "ANTHROPIC_API_KEY" in msg.error_message
-    # called directly, the provider says the same instead of raising
-    events, msg = await run(stream(model, ctx(), None))
-    assert types(events) == ["error"]
-    assert msg.error_message
-    assert "ANTHROPIC_API_KEY" in msg.error_message
-
-
-async def test_env_key_is_sent_but_never_echoed(
-    monkeypatch: pytest.MonkeyPatch, loopback: LoopbackServer
-) -> None:
-    monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)
-    loopback.queue(anthropic_error(401, "authentication_error", "invalid x-api-key"))
-    events, msg = await run(entry_stream(make_model(loopback), ctx()))
-    assert loopback.requests[0].headers["x-api-key"] == KEY
-    # the Anthropic SDK's wording, which Pi keeps: the status and the whole JSON body
-    assert msg.error_message == (
-        '401 {"type":"error","error":{"type":"authentication_error","message":"invalid x-api-key"}}'
-    )
-    assert all(KEY not in json.dumps(e.to_dict()) for e in events)
 
 
 async def test_oauth_token_is_sent_as_bearer(loopback: LoopbackServer) -> None:
@@ -625,9 +472,3 @@ async def test_oauth_token_is_sent_as_bearer(loopback: LoopbackServer) -> None:
     assert "x-api-key" not in headers
     assert headers["anthropic-beta"].split(",")[0] == "oauth-2025-04-20"
 
-
-async def test_local_server_needs_no_key(loopback: LoopbackServer) -> None:
-    loopback.queue_sse([message_start(), *text_block(0, "local"), *message_end()])
-    _, msg = await run(stream(make_model(loopback, provider="llama.cpp"), ctx(), {"http_client": client()}))
-    assert msg.content[0].text == "local"
-    assert "x-api-key" not in loopback.requests[0].headers

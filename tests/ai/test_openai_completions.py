@@ -1,16 +1,16 @@
 """The ``openai-completions`` provider streaming against a real HTTP server on 127.0.0.1 that
-speaks the exact Chat Completions SSE wire format (spec 7.3, 3.2, 3.3, 3.9): text, thinking,
-tool calls, usage, finish reasons, HTTP errors and retries, broken streams, abort, API keys.
+speaks the exact Chat Completions SSE wire format: text, thinking, tool calls, usage, finish
+reasons, broken streams, SSE framing, key redaction and headers. HTTP errors, retries, dropped
+connections, aborts and API keys, which every provider handles alike, are in
+``test_provider_contract.py``.
 
 Every streaming test checks the assembled ``AssistantMessage`` and the exact event sequence.
 """
 
 from __future__ import annotations
 
-import asyncio
 import gzip
 import json
-import time
 from typing import Any
 
 import pytest
@@ -27,12 +27,10 @@ from ai.openai_fixtures import (
     tool_delta,
 )
 from ai.stream_helpers import kinds
-from loopback import DROP, Delay, LoopbackServer, json_reply, sse
+from loopback import Delay, LoopbackServer, json_reply, sse
 
-from pi_notebook.ai.abort import AbortController
 from pi_notebook.ai.entry import stream as entry_stream
-from pi_notebook.ai.options import SimpleStreamOptions
-from pi_notebook.ai.providers.openai_completions import OpenAICompletionsOptions, stream, stream_simple
+from pi_notebook.ai.providers.openai_completions import OpenAICompletionsOptions, stream
 from pi_notebook.ai.types import Model, TextContent, ThinkingContent, ToolCall
 
 # --- streaming: text, thinking, tool calls ---
@@ -340,66 +338,7 @@ async def test_stream_without_finish_reason_is_an_error_after_the_block_ends(
     assert msg.content == [TextContent(text="cut")]
 
 
-# --- HTTP errors and retries ---
-
-
-@pytest.mark.parametrize("status", [400, 401, 500, 529])
-async def test_http_error_is_a_single_error_event(loopback: LoopbackServer, status: int) -> None:
-    loopback.queue(
-        json_reply(status, {"error": {"message": f"boom {status}", "type": "invalid_request_error"}})
-    )
-    events, msg = await collect(stream(make_model(loopback), ctx(), opts(max_retries=0)))
-    assert kinds(events) == ["error"]
-    assert events[0].reason == "error"
-    assert msg.stop_reason == "error"
-    assert msg.content == []
-    assert str(status) in (msg.error_message or "")
-    assert f"boom {status}" in (msg.error_message or "")
-    assert len(loopback.requests) == 1
-
-
-async def test_429_with_retry_after_is_retried_when_allowed(loopback: LoopbackServer) -> None:
-    loopback.queue(
-        json_reply(429, {"error": {"message": "Rate limit reached"}}, headers={"retry-after": "0"})
-    )
-    loopback.queue_sse(text_reply("ok"))
-    events, msg = await collect(stream(make_model(loopback), ctx(), opts(max_retries=2)))
-    assert kinds(events) == ["start", "text_start", "text_delta", "text_end", "done"]
-    assert msg.content == [TextContent(text="ok")]
-    assert len(loopback.requests) == 2
-
-
-async def test_429_without_retries_is_an_error(loopback: LoopbackServer) -> None:
-    loopback.queue(
-        json_reply(429, {"error": {"message": "Rate limit reached"}}, headers={"retry-after": "0"})
-    )
-    events, msg = await collect(stream(make_model(loopback), ctx(), opts()))
-    assert kinds(events) == ["error"]
-    assert "429" in (msg.error_message or "")
-    assert "Rate limit reached" in (msg.error_message or "")
-    assert len(loopback.requests) == 1
-
-
-async def test_5xx_is_retried_but_400_is_not(loopback: LoopbackServer) -> None:
-    loopback.queue(json_reply(529, {"error": {"message": "Overloaded"}}, headers={"retry-after": "0"}))
-    loopback.queue_sse(text_reply("ok"))
-    _, msg = await collect(stream(make_model(loopback), ctx(), opts(max_retries=1)))
-    assert msg.stop_reason == "stop"
-    assert len(loopback.requests) == 2
-    loopback.queue(json_reply(400, {"error": {"message": "bad"}}))
-    _, msg = await collect(stream(make_model(loopback), ctx(), opts(max_retries=3)))
-    assert msg.stop_reason == "error"
-    assert len(loopback.requests) == 3
-
-
-async def test_oversize_retry_after_fails_at_once(loopback: LoopbackServer) -> None:
-    loopback.queue(json_reply(429, {"error": {"message": "Slow down"}}, headers={"retry-after": "277403"}))
-    events, msg = await collect(
-        stream(make_model(loopback), ctx(), opts(max_retries=3, max_retry_delay_ms=1000))
-    )
-    assert kinds(events) == ["error"]
-    assert (msg.error_message or "").startswith("Server requested 277403s retry delay (max: 1s).")
-    assert len(loopback.requests) == 1
+# --- HTTP errors (the rest is in test_provider_contract.py) ---
 
 
 async def test_openrouter_raw_metadata_is_shown_once(loopback: LoopbackServer) -> None:
@@ -418,14 +357,6 @@ async def test_openrouter_raw_metadata_is_shown_once(loopback: LoopbackServer) -
 
 
 # --- broken streams ---
-
-
-async def test_connection_dropped_mid_stream_keeps_partial_content(loopback: LoopbackServer) -> None:
-    events, msg = await run(loopback, [chunk({"content": "Hel"}), DROP])
-    assert kinds(events) == ["start", "text_start", "text_delta", "error"]
-    assert msg.stop_reason == "error"
-    assert msg.content == [TextContent(text="Hel")]
-    assert (msg.error_message or "").startswith("Connection error")
 
 
 async def test_malformed_chunk_is_an_error_with_partial_content(loopback: LoopbackServer) -> None:
@@ -485,96 +416,18 @@ async def test_body_ending_without_blank_line_still_delivers_last_event(loopback
     assert msg.content == [TextContent(text="x")]
 
 
-# --- abort ---
-
-
-async def test_abort_before_the_request_sends_nothing(loopback: LoopbackServer) -> None:
-    controller = AbortController()
-    controller.abort()
-    events, msg = await collect(stream(make_model(loopback), ctx(), opts(signal=controller.signal)))
-    assert kinds(events) == ["error"]
-    assert events[0].reason == "aborted"
-    assert (msg.stop_reason, msg.error_message) == ("aborted", "Request was aborted")
-    assert loopback.requests == []
-
-
-async def test_abort_mid_stream_keeps_partial_content(loopback: LoopbackServer) -> None:
-    controller = AbortController()
-    loopback.queue_sse(
-        [chunk({"content": "Hel"}), Delay(3.0), chunk({"content": "lo"}), chunk({}, "stop"), DONE]
-    )
-    first_delta = asyncio.Event()
-
-    async def abort_later() -> None:
-        await first_delta.wait()
-        controller.abort()
-
-    aborter = asyncio.create_task(abort_later())
-    started = time.monotonic()
-    s = stream(make_model(loopback), ctx(), opts(signal=controller.signal))
-    events: list[Any] = []
-    async for event in s:
-        events.append(event)
-        if event.type == "text_delta":
-            first_delta.set()
-    msg = await s.result()
-    await aborter
-    assert time.monotonic() - started < 2.0
-    assert kinds(events) == ["start", "text_start", "text_delta", "error"]
-    assert events[-1].reason == "aborted"
-    assert (msg.stop_reason, msg.error_message) == ("aborted", "Request was aborted")
-    assert msg.content == [TextContent(text="Hel")]
-
-
 # --- keys and headers ---
 
 
-async def test_missing_key_through_entry_point_names_the_variable(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv("GROQ_API_KEY", raising=False)
-    model = Model(
-        id="llama-3.3-70b",
-        api="openai-completions",
-        provider="groq",
-        base_url="https://api.groq.com/openai/v1",
-    )
-    events, msg = await collect(entry_stream(model, ctx()))
-    assert kinds(events) == ["error"]
-    assert "GROQ_API_KEY" in (msg.error_message or "")
-
-
-async def test_missing_key_calling_the_provider_directly_sends_nothing(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    monkeypatch.delenv("GROQ_API_KEY", raising=False)
-    model = Model(
-        id="llama-3.3-70b",
-        api="openai-completions",
-        provider="groq",
-        base_url="https://api.groq.com/openai/v1",
-    )  # unreachable here: the check must come first
-    events, msg = await collect(stream_simple(model, ctx(), SimpleStreamOptions(reasoning="high")))
-    assert kinds(events) == ["error"]
-    assert (msg.error_message or "").startswith("No API key for provider: groq")
-    assert "GROQ_API_KEY" in (msg.error_message or "")
-
-
-async def test_env_key_is_sent_and_never_appears_in_errors(
+async def test_a_key_echoed_back_in_a_stream_error_is_redacted(
     loopback: LoopbackServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("GROQ_API_KEY", KEY)
-    echo = {"error": {"message": f"Incorrect API key provided: {KEY}.", "type": "invalid_api_key"}}
-    loopback.queue(json_reply(401, echo))
-    model = make_model(loopback, provider="groq")
-    events, msg = await collect(entry_stream(model, ctx()))
-    assert loopback.requests[0].headers["authorization"] == f"Bearer {KEY}"
-    assert kinds(events) == ["error"]
-    assert "401" in (msg.error_message or "")
-    assert KEY not in json.dumps([e.to_dict() for e in events])
-    assert "[redacted]" in (msg.error_message or "")
-    # the same for an error object inside the stream
     loopback.queue_sse([sse({"error": {"message": f"bad key {KEY}"}})])
-    events, msg = await collect(entry_stream(model, ctx()))
+    events, msg = await collect(entry_stream(make_model(loopback, provider="groq"), ctx()))
+    assert loopback.requests[0].headers["authorization"] == f"Bearer {KEY}"
     assert msg.error_message == "bad key [redacted]"
+    assert KEY not in json.dumps([e.to_dict() for e in events])
 
 
 async def test_authorization_only_with_a_key_and_header_merging(loopback: LoopbackServer) -> None:

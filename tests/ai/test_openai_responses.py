@@ -2,9 +2,10 @@
 Responses API's SSE wire format (``event: <type>`` + ``data: <json>``), one chunk per event.
 
 Ports Pi's openai-responses terminal-event and partial-json-cleanup tests: text, reasoning,
-tool calls, usage, every status, error events, dropped connections and malformed chunks.
-HTTP errors, retries, aborts and keys are in ``test_openai_responses_errors.py``, the request
-body in ``test_openai_responses_request.py``.
+tool calls, usage, every status, error events and malformed chunks, and Pi's text for HTTP
+errors. HTTP errors, retries, dropped connections, aborts and API keys, which every provider
+handles alike, are in ``test_provider_contract.py``; the request body is in
+``test_openai_responses_request.py``.
 """
 
 from __future__ import annotations
@@ -13,179 +14,32 @@ import json
 from typing import Any
 
 import pytest
+from ai.openai_responses_fixtures import (
+    KEY,
+    USAGE,
+    completed,
+    created,
+    ev,
+    function_item,
+    make_model,
+    message_item,
+    paced,
+    reasoning_item,
+)
 from ai.stream_helpers import collect as run
 from ai.stream_helpers import ctx
 from ai.stream_helpers import kinds as types
-from loopback import DROP, Delay, LoopbackServer, sse
+from loopback import LoopbackServer, sse
 
-from pi_notebook.ai import Model, ModelCost
+from pi_notebook.ai.http import ProviderError
 from pi_notebook.ai.providers.openai_responses import (
     NO_TERMINAL_EVENT,
     OpenAIResponsesOptions,
+    format_http_error,
     stream,
     stream_simple,
 )
 from pi_notebook.ai.text import short_hash
-
-KEY = "sk-proj-test-secret-key-0123456789"
-
-# --- wire helpers -----------------------------------------------------------------------
-
-
-def ev(kind: str, **fields: Any) -> bytes:
-    return sse({"type": kind, **fields}, event=kind)
-
-
-def created(resp_id: str = "resp_1") -> bytes:
-    return ev("response.created", response={"id": resp_id, "object": "response", "status": "in_progress"})
-
-
-def message_item(index: int, item_id: str, *deltas: str, phase: str | None = None) -> list[bytes]:
-    item: dict[str, Any] = {
-        "type": "message",
-        "id": item_id,
-        "role": "assistant",
-        "status": "in_progress",
-        "content": [],
-    }
-    if phase:
-        item["phase"] = phase
-    text = "".join(deltas)
-    done = {
-        **item,
-        "status": "completed",
-        "content": [{"type": "output_text", "text": text, "annotations": []}],
-    }
-    return [
-        ev("response.output_item.added", output_index=index, item=item),
-        ev(
-            "response.content_part.added",
-            output_index=index,
-            item_id=item_id,
-            content_index=0,
-            part={"type": "output_text", "text": "", "annotations": []},
-        ),
-        *(
-            ev("response.output_text.delta", output_index=index, item_id=item_id, content_index=0, delta=d)
-            for d in deltas
-        ),
-        ev("response.output_text.done", output_index=index, item_id=item_id, content_index=0, text=text),
-        ev("response.output_item.done", output_index=index, item=done),
-    ]
-
-
-def reasoning_item(
-    index: int, item_id: str, summaries: list[list[str]], encrypted: str = "ENC=="
-) -> list[bytes]:
-    added = {"type": "reasoning", "id": item_id, "summary": []}
-    out = [ev("response.output_item.added", output_index=index, item=added)]
-    for j, parts in enumerate(summaries):
-        out.append(
-            ev(
-                "response.reasoning_summary_part.added",
-                output_index=index,
-                item_id=item_id,
-                summary_index=j,
-                part={"type": "summary_text", "text": ""},
-            )
-        )
-        out += [
-            ev(
-                "response.reasoning_summary_text.delta",
-                output_index=index,
-                item_id=item_id,
-                summary_index=j,
-                delta=p,
-            )
-            for p in parts
-        ]
-        out.append(
-            ev(
-                "response.reasoning_summary_part.done",
-                output_index=index,
-                item_id=item_id,
-                summary_index=j,
-                part={"type": "summary_text", "text": "".join(parts)},
-            )
-        )
-    done = {
-        "type": "reasoning",
-        "id": item_id,
-        "encrypted_content": encrypted,
-        "summary": [{"type": "summary_text", "text": "".join(p)} for p in summaries],
-    }
-    return [*out, ev("response.output_item.done", output_index=index, item=done)]
-
-
-def function_item(
-    index: int, call_id: str, item_id: str, name: str, *fragments: str, final: str | None = None
-) -> list[bytes]:
-    item = {
-        "type": "function_call",
-        "id": item_id,
-        "call_id": call_id,
-        "name": name,
-        "arguments": "",
-        "status": "in_progress",
-    }
-    arguments = "".join(fragments) if final is None else final
-    return [
-        ev("response.output_item.added", output_index=index, item=item),
-        *(
-            ev("response.function_call_arguments.delta", output_index=index, item_id=item_id, delta=f)
-            for f in fragments
-        ),
-        ev("response.function_call_arguments.done", output_index=index, item_id=item_id, arguments=arguments),
-        ev(
-            "response.output_item.done",
-            output_index=index,
-            item={**item, "arguments": arguments, "status": "completed"},
-        ),
-    ]
-
-
-def completed(
-    status: str = "completed",
-    usage: dict[str, Any] | None = None,
-    kind: str = "response.completed",
-    **response: Any,
-) -> bytes:
-    body: dict[str, Any] = {"id": "resp_1", "status": status, **response}
-    if usage is not None:
-        body["usage"] = usage
-    return ev(kind, response=body)
-
-
-def paced(parts: list[bytes]) -> list[Any]:
-    """The parts with a short pause after each one."""
-    return [x for part in parts for x in (part, Delay(0.01))]
-
-
-USAGE = {
-    "input_tokens": 100,
-    "input_tokens_details": {"cached_tokens": 40},
-    "output_tokens": 20,
-    "output_tokens_details": {"reasoning_tokens": 5},
-    "total_tokens": 120,
-}
-
-
-def make_model(server: LoopbackServer, **overrides: Any) -> Model:
-    fields: dict[str, Any] = {
-        "id": "gpt-5-mini",
-        "name": "GPT-5 Mini",
-        "api": "openai-responses",
-        "provider": "openai",
-        "base_url": f"{server.url}/v1",
-        "reasoning": True,
-        "input": ["text", "image"],
-        "cost": ModelCost(input=1.25, output=10, cache_read=0.125),
-        "context_window": 400_000,
-        "max_tokens": 128_000,
-    }
-    fields.update(overrides)
-    return Model(**fields)
-
 
 # --- streaming: text, reasoning, tools --------------------------------------------------
 
@@ -519,23 +373,6 @@ async def test_stream_ended_without_terminal_event(loopback: LoopbackServer) -> 
     assert msg.content[0].thinking == "partial reasoning"
 
 
-async def test_connection_dropped_mid_stream_keeps_partial_content(loopback: LoopbackServer) -> None:
-    item = {"type": "message", "id": "msg_1", "role": "assistant", "content": []}
-    loopback.queue_sse(
-        [
-            ev("response.output_item.added", output_index=0, item=item),
-            ev("response.output_text.delta", output_index=0, content_index=0, delta="Once upon"),
-            DROP,
-        ]
-    )
-    events, msg = await run(stream(make_model(loopback), ctx(), {"api_key": KEY}))
-    assert types(events) == ["start", "text_start", "text_delta", "error"]
-    assert msg.stop_reason == "error"
-    assert msg.error_message
-    assert msg.error_message.startswith("Connection error")
-    assert msg.content[0].text == "Once upon"
-
-
 async def test_malformed_chunk_is_an_error(loopback: LoopbackServer) -> None:
     loopback.queue_sse([*message_item(0, "msg_1", "fine"), b"event: response.completed\ndata: {not json\n\n"])
     events, msg = await run(stream(make_model(loopback), ctx(), {"api_key": KEY}))
@@ -560,6 +397,24 @@ async def test_unknown_events_comments_and_crlf_are_tolerated(loopback: Loopback
     events, msg = await run(stream(make_model(loopback), ctx(), {"api_key": KEY}))
     assert types(events) == ["start", "text_start", "text_delta", "text_end", "done"]
     assert msg.content[0].text == "ok"
+
+
+def test_error_text_for_bodies_without_an_error_object() -> None:
+    assert format_http_error(ProviderError(502, "502 Bad gateway", {}, "Bad gateway")) == (
+        "OpenAI API error (502): 502 Bad gateway"
+    )
+    assert (
+        format_http_error(ProviderError(500, "x", {}, ""))
+        == "OpenAI API error (500): 500 status code (no body)"
+    )
+    assert format_http_error(ProviderError(400, "x", {}, '{"detail":"nope"}')) == (
+        "OpenAI API error (400): 400 status code (no body)"
+    )
+    assert (
+        format_http_error(ProviderError(400, "x", {}, '{"error":"flat"}'))
+        == 'OpenAI API error (400): 400 "flat"'
+    )
+    assert format_http_error(ProviderError(None, "Connection error: refused")) == "Connection error: refused"
 
 
 def test_short_hash_matches_pi() -> None:

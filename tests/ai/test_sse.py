@@ -102,6 +102,35 @@ def test_utf8_split_inside_a_character_stays_intact() -> None:
         assert decode(data[:cut], data[cut:]) == [SSEEvent("message", "héllo 🙈".encode())]
 
 
+@pytest.mark.parametrize("ending", [b"\n", b"\r\n", b"\r"], ids=["LF", "CRLF", "CR"])
+def test_feed_data_gives_the_data_of_the_same_events_at_any_split(ending: bytes) -> None:
+    data = STREAM.replace(b"\n", ending)
+    expected = [event.data for event in EXPECTED]
+    for cut in range(1, len(data)):
+        decoder = SSEDecoder()
+        got = decoder.feed_data(data[:cut]) + decoder.feed_data(data[cut:])
+        assert got + [e.data for e in decoder.flush()] == expected, f"split at {cut}"
+
+
+def test_feed_data_fast_path_takes_whole_one_line_events_only() -> None:
+    decoder = SSEDecoder()
+    assert decoder.feed_data(b'data: {"a":1}\n\n') == [b'{"a":1}']
+    assert decoder.feed_data(b"data: \n\n") == [b""]
+    # two events in one chunk, and an event with two data lines, are not one event
+    assert decoder.feed_data(b"data: 1\n\ndata: 2\n\n") == [b"1", b"2"]
+    assert decoder.feed_data(b"data: x\ndata: y\n\n") == [b"x\ny"]
+    assert decoder.feed_data(b"data: x\rdata: y\n\n") == [b"x\ny"]  # a bare CR ends a line
+    # a pending line or a pending event name belongs to the next event
+    assert decoder.feed_data(b"data: head\n") == []
+    assert decoder.feed_data(b"data: tail\n\n") == [b"head\ntail"]
+    assert decoder.feed_data(b"event: ping\n") == []
+    assert decoder.feed_data(b"data: p\n\n") == [b"p"]
+    assert decoder.feed(b"data: q\n\n") == [SSEEvent("message", b"q")]  # the name did not leak
+    assert decoder.feed_data(b'data: {"b":') == []
+    assert decoder.feed_data(b"2}\n\n") == [b'{"b":2}']
+    assert decoder.flush() == []
+
+
 async def test_iter_sse_over_a_real_chunked_http_body(loopback: LoopbackServer) -> None:
     loopback.queue_sse(
         [

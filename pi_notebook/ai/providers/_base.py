@@ -1,25 +1,37 @@
-"""The error-encoding wrapper every adapter runs in (spec 3.3): streams never raise.
+"""The skeleton every wire-API provider shares: its ``stream`` / ``stream_simple`` entry points
+and the error-encoding wrapper its request runs in.
 
-An adapter supplies ``body(run)``: build the request, call :meth:`ProviderRun.send`, parse the
-stream while mutating ``run.output`` and pushing block events. The wrapper turns whatever
-happens (HTTP error, dropped connection, abort, a bug) into one terminal event.
+The rule it enforces in one place: a provider's stream functions never raise. Options that do
+not fit, a context that does not validate, a crash while setting up, an HTTP error, a dropped
+connection, an abort or a bug all end the stream with exactly one terminal event (``error``, or
+``error`` with reason ``aborted``), carrying whatever content arrived before it. Its message
+never contains the API key, even when the server echoed the key back.
+
+A provider supplies a :class:`Provider`: its options type, ``body(run, context, options)``
+(build the request, call :meth:`ProviderRun.send`, parse the stream while mutating
+``run.output`` and pushing block events) and the mapping from the provider-neutral
+``SimpleStreamOptions`` to its own options.
 """
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import inspect
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any, cast
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar, cast
 
 import httpx
 
 from ..abort import ABORT_MESSAGE, AbortError, run_abortable
-from ..event_stream import AssistantMessageEventStream
+from ..event_stream import AssistantMessageEventStream, error_stream
 from ..events import DoneEvent, DoneReason, ErrorEvent, StartEvent
 from ..http import ProviderError, get_client, open_stream
-from ..options import StreamOptions
-from ..types import AssistantMessage, Model, Usage
+from ..options import SimpleStreamOptions, StreamOptions, coerce_options
+from ..types import AssistantMessage, Context, Model, Usage
+
+OptionsT = TypeVar("OptionsT", bound=StreamOptions)
 
 
 class StreamError(Exception):
@@ -70,7 +82,7 @@ def start_provider_stream(
     body: Callable[[ProviderRun], Awaitable[None]],
     label: str,
 ) -> AssistantMessageEventStream:
-    """Run ``body`` in a background task under the abort signal and the 3.3 error wrapper."""
+    """Run ``body`` in a background task under the abort signal and the error wrapper."""
     run = ProviderRun(model, options)
     run.stream.start(lambda: _produce(run, body, label))
     return run.stream
@@ -92,10 +104,18 @@ async def _produce(run: ProviderRun, body: Callable[[ProviderRun], Awaitable[Non
     except (Exception, asyncio.CancelledError) as exc:
         aborted = (signal is not None and signal.aborted) or isinstance(exc, asyncio.CancelledError)
         output.stop_reason = "aborted" if aborted else "error"
-        output.error_message = ABORT_MESSAGE if aborted else describe_error(exc)
+        message = ABORT_MESSAGE if aborted else describe_error(exc)
+        output.error_message = redact_key(message, run.options.api_key)
         run.stream.push(ErrorEvent(reason=output.stop_reason, error=output))
     finally:
         run.stream.end()
+
+
+def redact_key(text: str, api_key: str | None) -> str:
+    """Servers may echo the API key back in an error body; it must never reach a message."""
+    if api_key and len(api_key) >= 8 and api_key in text:  # a shorter "key" is no secret
+        return text.replace(api_key, "[redacted]")
+    return text
 
 
 def describe_error(exc: BaseException) -> str:
@@ -106,3 +126,67 @@ def describe_error(exc: BaseException) -> str:
         return f"Connection error: {text}" if text else f"Connection error: {type(exc).__name__}"
     text = str(exc)
     return text if text else type(exc).__name__
+
+
+# --- the entry points ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Provider(Generic[OptionsT]):
+    """One wire API's ``stream`` and ``stream_simple``.
+
+    Both accept options as ``options_type``, any other ``StreamOptions`` (its known fields are
+    taken) or a mapping of field names (an unknown name is an error), and the context as a
+    ``Context`` or a mapping of its fields. Neither raises: see the module docstring.
+    """
+
+    label: str
+    """The API's name in the wrapper's own messages ("<label> stream ended without ...")."""
+    options_type: type[OptionsT]
+    body: Callable[[ProviderRun, Context, OptionsT], Awaitable[None]]
+    """Send the request and parse the response; raise :class:`StreamError` to fail the stream."""
+    simple_options: Callable[[Model, Context, SimpleStreamOptions], OptionsT]
+    """Map the provider-neutral options (``reasoning`` level, thinking budgets) to this API's."""
+    simple_passthrough: tuple[str, ...] = ()
+    """Fields of ``options_type`` that ``stream_simple`` accepts too and passes on unchanged."""
+
+    def stream(
+        self, model: Model, context: Context | Mapping[str, Any], options: Any = None
+    ) -> AssistantMessageEventStream:
+        """Stream one response with this API's own options."""
+        try:
+            return self._start(model, _as_context(context), coerce_options(options, self.options_type))
+        except Exception as exc:  # streams never raise: a setup failure is the error event
+            return error_stream(model, describe_error(exc))
+
+    def stream_simple(
+        self, model: Model, context: Context | Mapping[str, Any], options: Any = None
+    ) -> AssistantMessageEventStream:
+        """Map provider-neutral options through ``simple_options``, then stream as :meth:`stream`."""
+        try:
+            options, passthrough = _split_passthrough(options, self.simple_passthrough)
+            ctx = _as_context(context)
+            opts = self.simple_options(model, ctx, coerce_options(options, SimpleStreamOptions))
+            if passthrough:
+                opts = dataclasses.replace(opts, **passthrough)
+            return self._start(model, ctx, opts)
+        except Exception as exc:  # streams never raise: a setup failure is the error event
+            return error_stream(model, describe_error(exc))
+
+    def _start(self, model: Model, context: Context, options: OptionsT) -> AssistantMessageEventStream:
+        body = self.body
+        return start_provider_stream(model, options, lambda run: body(run, context, options), self.label)
+
+
+def _as_context(context: Context | Mapping[str, Any]) -> Context:
+    return context if isinstance(context, Context) else Context.model_validate(context)
+
+
+def _split_passthrough(options: Any, names: tuple[str, ...]) -> tuple[Any, dict[str, Any]]:
+    """``options`` without the ``names`` fields, and those fields' values (``None`` when absent)."""
+    if not names:
+        return options, {}
+    if isinstance(options, Mapping):
+        rest = {k: v for k, v in options.items() if k not in names}
+        return rest, {name: options.get(name) for name in names}
+    return options, {name: getattr(options, name, None) for name in names}

@@ -1,9 +1,11 @@
-"""The ``anthropic-messages`` provider (spec 7.5): ``stream`` and ``stream_simple``.
+"""The ``anthropic-messages`` provider: Anthropic's Messages API. ``stream`` and ``stream_simple``
+are the shared skeleton of :class:`._base.Provider` over this module's request and response parts.
 
 Owns the response side: decoding Anthropic's SSE (``event:`` + ``data:``), turning the six
 message events into Pi's block events on one mutable :class:`AssistantMessage`, usage and
-cost, stop reasons. Request building is in :mod:`.anthropic_request`; the "never raise"
-wrapper, retries and ``on_payload``/``on_response`` are in :mod:`._base`.
+cost, stop reasons. Request building is in :mod:`.anthropic_request`, the options type in
+:mod:`.anthropic_options`; the "never raise" wrapper, retries and ``on_payload``/``on_response``
+are in :mod:`._base`.
 
 Hot path: one ``jiter.from_json`` per ``data:`` line straight from the bytes, a dict lookup
 for the block, an in-place string append and one slotted event object. No pydantic model is
@@ -23,7 +25,6 @@ import jiter
 
 from ..cost import calculate_cost
 from ..env import missing_key_message, needs_api_key
-from ..event_stream import AssistantMessageEventStream, error_stream
 from ..events import (
     TextDeltaEvent,
     TextEndEvent,
@@ -37,7 +38,7 @@ from ..events import (
 )
 from ..http import ProviderError, format_error_body
 from ..json_parse import parse_json_with_repair, parse_streaming_json
-from ..options import SimpleStreamOptions, coerce_options
+from ..options import SimpleStreamOptions
 from ..simple_options import adjust_max_tokens_for_thinking, build_base_options, clamp_max_tokens_to_context
 from ..sse import SSEDecoder, SSEEvent
 from ..types import (
@@ -49,10 +50,9 @@ from ..types import (
     ToolCall,
     Usage,
 )
-from ._base import ProviderRun, StreamError, start_provider_stream
+from ._base import Provider, ProviderRun, StreamError
+from .anthropic_options import AnthropicEffort, AnthropicOptions
 from .anthropic_request import (
-    AnthropicEffort,
-    AnthropicOptions,
     build_headers,
     build_params,
     get_compat,
@@ -84,26 +84,10 @@ _STOP_REASONS: dict[str, StopReason] = {
 _DEFAULT_EFFORT: dict[str, AnthropicEffort] = {"minimal": "low", "low": "low", "medium": "medium"}
 
 
-def stream(model: Model, context: Context, options: Any = None) -> AssistantMessageEventStream:
-    """Stream one Anthropic Messages response. Never raises: failures end the stream with an
-    ``error`` event. ``options``: :class:`AnthropicOptions`, any ``StreamOptions`` or a mapping."""
-    try:
-        opts = coerce_options(options, AnthropicOptions)
-    except TypeError as exc:
-        return error_stream(model, str(exc))
-    return start_provider_stream(model, opts, lambda run: _run(run, context), LABEL)
-
-
-def stream_simple(model: Model, context: Context, options: Any = None) -> AssistantMessageEventStream:
-    """Map ``reasoning`` (spec 7.5) to Anthropic thinking, then :func:`stream`."""
-    try:
-        opts = coerce_options(options, SimpleStreamOptions)
-        return stream(model, context, simple_to_anthropic(model, context, opts))
-    except Exception as exc:  # the contract: stream functions never raise
-        return error_stream(model, str(exc) or type(exc).__name__)
-
-
 def simple_to_anthropic(model: Model, context: Context, options: SimpleStreamOptions) -> AnthropicOptions:
+    """No ``reasoning`` level: thinking off. Models that force adaptive thinking: an ``effort``.
+    Others: a thinking budget, ``max_tokens`` raised for it and clamped to the context window,
+    leaving at least 1024 tokens for the answer."""
     base = build_base_options(model, context, options)
     level = options.reasoning
     if not level:
@@ -128,8 +112,8 @@ def _effort(model: Model, level: str) -> AnthropicEffort:
     return _DEFAULT_EFFORT.get(level, "high")
 
 
-async def _run(run: ProviderRun, context: Context) -> None:
-    model, options = run.model, cast(AnthropicOptions, run.options)
+async def _run(run: ProviderRun, context: Context, options: AnthropicOptions) -> None:
+    model = run.model
     if not options.api_key and not has_auth_header(options.headers) and needs_api_key(model):
         raise StreamError(missing_key_message(model.provider))
     payload = build_params(model, context, options)
@@ -152,6 +136,11 @@ async def _run(run: ProviderRun, context: Context) -> None:
         await response.aclose()
     if parser.started and not parser.stopped:
         raise StreamError("Anthropic stream ended before message_stop")
+
+
+PROVIDER = Provider(LABEL, AnthropicOptions, _run, simple_to_anthropic)
+stream = PROVIDER.stream
+stream_simple = PROVIDER.stream_simple
 
 
 def _parse(event: SSEEvent) -> Any:

@@ -1,5 +1,6 @@
-"""Request building for the ``anthropic-messages`` wire API (spec 7.5): options, headers,
-and the JSON body (system blocks, messages, tools, thinking, cache markers).
+"""Request building for the ``anthropic-messages`` wire API: headers and the JSON body
+(system blocks, messages, tools, thinking, cache markers); the options type is in
+:mod:`.anthropic_options`.
 
 Owns the translation of Pi's history into Anthropic's ``/v1/messages`` payload. The
 response side lives in :mod:`.anthropic_messages`. Everything here is plain dicts: the
@@ -12,7 +13,7 @@ import os
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, TypeAlias
+from typing import Any
 
 from ..http import merge_headers
 from ..options import StreamOptions
@@ -29,35 +30,13 @@ from ..types import (
     ToolResultMessage,
     UserMessage,
 )
-
-AnthropicEffort: TypeAlias = Literal["low", "medium", "high", "xhigh", "max"]
-ThinkingDisplay: TypeAlias = Literal["summarized", "omitted"]
-ToolChoice: TypeAlias = Literal["auto", "any", "none"] | dict[str, Any]
+from .anthropic_options import AnthropicOptions
 
 API_VERSION = "2023-06-01"
 FINE_GRAINED_TOOL_STREAMING_BETA = "fine-grained-tool-streaming-2025-05-14"
 INTERLEAVED_THINKING_BETA = "interleaved-thinking-2025-05-14"
 OAUTH_BETA = "oauth-2025-04-20"
 SEE_IMAGE = "(see attached image)"
-
-
-@dataclass(kw_only=True)
-class AnthropicOptions(StreamOptions):
-    """Pi's ``AnthropicOptions``: generic stream options plus Anthropic's thinking controls."""
-
-    thinking_enabled: bool | None = None
-    """``True``: budget or adaptive thinking; ``False``: ``thinking: disabled`` on reasoning
-    models; ``None``: no ``thinking`` field at all."""
-    thinking_budget_tokens: int | None = None
-    """Budget for non-adaptive models (default 1024 when thinking is enabled)."""
-    effort: AnthropicEffort | None = None
-    """``output_config.effort`` for adaptive-thinking models (``compat.forceAdaptiveThinking``)."""
-    thinking_display: ThinkingDisplay | None = None
-    """``summarized`` (default) or ``omitted`` thinking text."""
-    interleaved_thinking: bool = True
-    """Send the interleaved-thinking beta (never for adaptive models, which have it built in)."""
-    tool_choice: ToolChoice | None = None
-    """``auto``/``any``/``none`` or ``{"type": "tool", "name": ...}``."""
 
 
 # --- compat flags ------------------------------------------------------------------------

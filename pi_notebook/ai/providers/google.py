@@ -1,11 +1,12 @@
-"""The ``google-generative-ai`` provider (spec 7.6): the Gemini API over plain HTTP, no SDK.
+"""The ``google-generative-ai`` provider: the Gemini API over plain HTTP, no SDK. ``stream`` and
+``stream_simple`` are the shared skeleton of :class:`._base.Provider` over this module's parts.
 
 Owns the response side: every SSE ``data:`` of ``streamGenerateContent?alt=sse`` is a whole
 ``GenerateContentResponse``; its parts become Pi's block events on one mutable
 :class:`AssistantMessage` (a text or thought block stays open while parts of the same kind keep
 coming; a function call arrives whole), plus usage, cost and the finish reason. Request
-building lives in :mod:`.google_request`; the "never raise" wrapper, retries and
-``on_payload``/``on_response`` in :mod:`._base`.
+building lives in :mod:`.google_request`, the options type in :mod:`.google_options`; the
+"never raise" wrapper, retries and ``on_payload``/``on_response`` in :mod:`._base`.
 
 The API key travels in the ``x-goog-api-key`` header, never in the URL, so it cannot leak
 into an error message or a log line that quotes the request.
@@ -17,16 +18,14 @@ import dataclasses
 import itertools
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass
 from http import HTTPStatus
-from typing import Any, Literal
+from typing import Any
 
 import httpx
 import jiter
 
 from ..cost import calculate_cost
 from ..env import missing_key_message, needs_api_key
-from ..event_stream import AssistantMessageEventStream, error_stream
 from ..events import (
     TextDeltaEvent,
     TextEndEvent,
@@ -40,14 +39,14 @@ from ..events import (
 )
 from ..http import ProviderError, merge_headers
 from ..models import clamp_thinking_level
-from ..options import SimpleStreamOptions, StreamOptions, coerce_options
+from ..options import SimpleStreamOptions
 from ..simple_options import build_base_options
 from ..sse import SSEDecoder
 from ..types import Context, Model, StopReason, TextContent, ThinkingContent, ToolCall, Usage, now_ms
-from ._base import ProviderRun, StreamError, start_provider_stream
+from ._base import Provider, ProviderRun, StreamError
+from .google_options import GoogleOptions, GoogleThinking
 from .google_request import (
     ClampedLevel,
-    GoogleThinking,
     build_body,
     stream_url,
     thinking_budget,
@@ -63,36 +62,14 @@ _tool_call_counter = itertools.count(1)
 _EFFORT: dict[str, ClampedLevel] = {"minimal": "minimal", "low": "low", "medium": "medium"}
 
 
-@dataclass(kw_only=True)
-class GoogleOptions(StreamOptions):
-    tool_choice: Literal["auto", "none", "any"] | None = None
-    thinking: GoogleThinking | Mapping[str, Any] | None = None
-    """``GoogleThinking`` or a mapping of its fields (``enabled``, ``budget_tokens``, ``level``)."""
-
-
-def stream(model: Model, context: Context, options: Any = None) -> AssistantMessageEventStream:
-    """Stream one Gemini response. Never raises: failures end the stream with an ``error`` event.
-    ``options``: :class:`GoogleOptions`, any ``StreamOptions`` or a mapping of their fields."""
-    try:
-        opts = coerce_options(options, GoogleOptions)
-    except TypeError as exc:
-        return error_stream(model, str(exc))
-    return start_provider_stream(model, opts, lambda run: _run(run, opts, context), LABEL)
-
-
-def stream_simple(model: Model, context: Context, options: Any = None) -> AssistantMessageEventStream:
-    """Map ``reasoning`` to a Gemini thinking level (Gemini 3, Gemma 4) or budget, then :func:`stream`."""
-    try:
-        opts = coerce_options(options, SimpleStreamOptions)
-        if not isinstance(context, Context):
-            context = Context.model_validate(context)
-        base = build_base_options(model, context, opts)
-        return stream(model, context, GoogleOptions(**base, thinking=simple_thinking(model, opts)))
-    except Exception as exc:  # the contract: stream functions never raise
-        return error_stream(model, str(exc) or type(exc).__name__)
+def _simple_options(model: Model, context: Context, simple: SimpleStreamOptions) -> GoogleOptions:
+    """The provider-neutral ``reasoning`` level becomes a thinking level or budget (see below)."""
+    base = build_base_options(model, context, simple)
+    return GoogleOptions(**base, thinking=simple_thinking(model, simple))
 
 
 def simple_thinking(model: Model, options: SimpleStreamOptions) -> GoogleThinking:
+    """A Gemini thinking level for Gemini 3 and Gemma 4, a token budget for older models."""
     if not options.reasoning:
         return GoogleThinking(enabled=False)
     # Budget and level tables stop at "high": xhigh/max clamp to it, and so does "off" (a
@@ -111,10 +88,8 @@ def _thinking(value: GoogleThinking | Mapping[str, Any] | None) -> GoogleThinkin
     return GoogleThinking(**dict(value))
 
 
-async def _run(run: ProviderRun, options: GoogleOptions, context: Context | Any) -> None:
+async def _run(run: ProviderRun, context: Context, options: GoogleOptions) -> None:
     model = run.model
-    if not isinstance(context, Context):
-        context = Context.model_validate(context)
     if not options.api_key and needs_api_key(model):
         raise StreamError(missing_key_message(model.provider))
     # Pi never retries Gemini requests at the HTTP level: its Google provider ignores
@@ -148,6 +123,11 @@ async def _run(run: ProviderRun, options: GoogleOptions, context: Context | Any)
     if output.stop_reason in ("error", "aborted"):
         raw = output.raw_stop_reason
         raise StreamError(f"Provider stopped with: {raw}" if raw else "An unknown error occurred")
+
+
+PROVIDER = Provider(LABEL, GoogleOptions, _run, _simple_options)
+stream = PROVIDER.stream
+stream_simple = PROVIDER.stream_simple
 
 
 def _dumps(value: Any) -> str:

@@ -1,4 +1,4 @@
-"""Request side of the ``google-generative-ai`` adapter (spec 7.6): Pi history -> Gemini
+"""Request side of the ``google-generative-ai`` adapter Pi history -> Gemini
 ``contents``, function declarations, tool config and thinking config, as the REST body of
 ``models/<id>:streamGenerateContent?alt=sse``.
 
@@ -11,7 +11,6 @@ function responses of a turn share one user turn; Gemini 3 takes tool-result ima
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from typing import Any, Literal
 
 from ..text import sanitize_surrogates
@@ -25,9 +24,9 @@ from ..types import (
     Tool,
     ToolResultMessage,
 )
+from .google_options import GoogleThinking, GoogleThinkingLevel
 
 DEFAULT_BASE_URL = "https://generativelanguage.googleapis.com/v1beta"
-GoogleThinkingLevel = Literal["THINKING_LEVEL_UNSPECIFIED", "MINIMAL", "LOW", "MEDIUM", "HIGH"]
 ClampedLevel = Literal["minimal", "low", "medium", "high"]
 
 _BASE64_SIGNATURE = re.compile(r"^[A-Za-z0-9+/]+={0,2}$")
@@ -38,15 +37,6 @@ _BUDGETS: dict[str, dict[str, int]] = {
     "2.5-flash-lite": {"minimal": 512, "low": 2048, "medium": 8192, "high": 24576},
     "2.5-flash": {"minimal": 128, "low": 2048, "medium": 8192, "high": 24576},
 }
-
-
-@dataclass(kw_only=True)
-class GoogleThinking:
-    """``enabled`` with either a Gemini 3 ``level`` or a token ``budget_tokens`` (-1 = dynamic, 0 = off)."""
-
-    enabled: bool
-    budget_tokens: int | None = None
-    level: GoogleThinkingLevel | None = None
 
 
 # --- model families --------------------------------------------------------------------

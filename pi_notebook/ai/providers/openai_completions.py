@@ -1,11 +1,14 @@
-"""The ``openai-completions`` adapter (spec 7.3): OpenAI Chat Completions and every server that
-speaks it (OpenRouter, Groq, DeepSeek, xAI, Together, Cerebras, Mistral, Ollama, vLLM,
-llama.cpp's ``llama-server``, LM Studio ...).
+"""The ``openai-completions`` provider: OpenAI Chat Completions and every server that speaks it
+(OpenRouter, Groq, DeepSeek, xAI, Together, Cerebras, Mistral, Ollama, vLLM, llama.cpp's
+``llama-server``, LM Studio ...). ``stream`` and ``stream_simple`` are the shared skeleton of
+:class:`._base.Provider` over this module's request and response parts.
 
 This module owns the response side, which is the per-token hot path: raw bytes from
-``aiter_raw()``, a hand-rolled SSE split with a one-event-per-chunk fast path, ``jiter`` for
-each ``data:`` payload, plain dict access, in-place block mutation and one slotted event per
-delta. Request building and compat detection live in :mod:`.openai_completions_request`.
+``aiter_raw()``, the data-only fast path of the shared SSE decoder
+(:meth:`..sse.SSEDecoder.feed_data`), ``jiter`` for each ``data:`` payload, plain dict access,
+in-place block mutation and one slotted event per delta. Request building and compat detection
+live in :mod:`.openai_completions_request`, the options type in
+:mod:`.openai_completions_options`.
 
 v0.83 block semantics: one text block and one thinking block per message (created on first
 delta), tool-call blocks keyed by stream index, and every ``*_end`` event emitted together after
@@ -15,8 +18,7 @@ the last chunk, in content order.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable
 from typing import Any
 
 import httpx
@@ -24,7 +26,6 @@ from jiter import from_json
 
 from ..cost import calculate_cost
 from ..env import missing_key_message, needs_api_key
-from ..event_stream import AssistantMessageEventStream, error_stream
 from ..events import (
     TextDeltaEvent,
     TextEndEvent,
@@ -39,19 +40,20 @@ from ..events import (
 from ..http import ProviderError, merge_headers, with_error_body
 from ..json_parse import parse_streaming_json
 from ..models import clamp_thinking_level
-from ..options import SimpleStreamOptions, StreamOptions, coerce_options
+from ..options import SimpleStreamOptions
 from ..simple_options import build_base_options
+from ..sse import SSEDecoder
 from ..types import (
     Context,
     Model,
     StopReason,
     TextContent,
     ThinkingContent,
-    ThinkingLevel,
     ToolCall,
     Usage,
 )
-from ._base import ProviderRun, StreamError, start_provider_stream
+from ._base import Provider, ProviderRun, StreamError, redact_key
+from .openai_completions_options import OpenAICompletionsOptions
 from .openai_completions_request import (
     Compat,
     build_params,
@@ -71,61 +73,6 @@ _STOP_REASONS: dict[str, StopReason] = {
     "tool_calls": "toolUse",
     "function_call": "toolUse",
 }
-
-
-@dataclass(kw_only=True)
-class OpenAICompletionsOptions(StreamOptions):
-    """``StreamOptions`` plus the Chat Completions specific knobs."""
-
-    tool_choice: str | dict[str, Any] | None = None
-    """``"auto"``, ``"none"``, ``"required"`` or ``{"type": "function", "function": {"name": ...}}``."""
-    reasoning_effort: ThinkingLevel | None = None
-    """Already clamped to the model; ``stream_simple`` derives it from ``reasoning``."""
-
-
-# --- entry points ---------------------------------------------------------------------------
-
-
-def stream(
-    model: Model, context: Context | dict[str, Any], options: Any = None
-) -> AssistantMessageEventStream:
-    """Stream one Chat Completions response. Never raises: failures arrive as an ``error`` event."""
-    try:
-        opts = (
-            options
-            if isinstance(options, OpenAICompletionsOptions)
-            else coerce_options(options, OpenAICompletionsOptions)
-        )
-        ctx = context if isinstance(context, Context) else Context.model_validate(context)
-    except Exception as exc:
-        return error_stream(model, str(exc) or type(exc).__name__)
-    return start_provider_stream(model, opts, lambda run: _request(run, ctx, opts), LABEL)
-
-
-def stream_simple(
-    model: Model, context: Context | dict[str, Any], options: Any = None
-) -> AssistantMessageEventStream:
-    """Map the provider-neutral ``reasoning`` level to this API's parameters, then :func:`stream`."""
-    try:
-        tool_choice = getattr(options, "tool_choice", None)
-        if isinstance(options, Mapping):  # a mapping may carry this API's tool_choice too
-            tool_choice = options.get("tool_choice")
-            options = {k: v for k, v in options.items() if k != "tool_choice"}
-        simple = (
-            options
-            if isinstance(options, SimpleStreamOptions)
-            else coerce_options(options, SimpleStreamOptions)
-        )
-        ctx = context if isinstance(context, Context) else Context.model_validate(context)
-        level = clamp_thinking_level(model, simple.reasoning) if simple.reasoning else None
-        opts = OpenAICompletionsOptions(
-            **build_base_options(model, ctx, simple),
-            reasoning_effort=None if level is None or level == "off" else level,
-            tool_choice=tool_choice,
-        )
-    except Exception as exc:
-        return error_stream(model, str(exc) or type(exc).__name__)
-    return stream(model, ctx, opts)
 
 
 # --- request ----------------------------------------------------------------------------------
@@ -158,7 +105,7 @@ async def _request(run: ProviderRun, context: Context, options: OpenAICompletion
     except ProviderError as exc:
         # Pi keeps the status and the provider's error object: "<status>: <error JSON>".
         message = _with_raw_metadata(with_error_body(exc), exc.body)
-        raise StreamError(_redact(message, options.api_key)) from None
+        raise StreamError(redact_key(message, options.api_key)) from None
     try:
         await _consume(run, response, options.api_key)
     finally:
@@ -174,63 +121,54 @@ def _with_raw_metadata(message: str, body: str) -> str:
     return message if not raw or str(raw) in message else f"{message}\n{raw}"
 
 
-def _redact(text: str, api_key: str | None) -> str:
-    # Servers may echo the key back in an error body; it must never reach a message.
-    if api_key and len(api_key) >= 8 and api_key in text:
-        return text.replace(api_key, "[redacted]")
-    return text
+# --- entry points ----------------------------------------------------------------------------
+
+
+def _simple_options(model: Model, context: Context, simple: SimpleStreamOptions) -> OpenAICompletionsOptions:
+    """The provider-neutral ``reasoning`` level, clamped to the model, becomes ``reasoning_effort``."""
+    level = clamp_thinking_level(model, simple.reasoning) if simple.reasoning else None
+    return OpenAICompletionsOptions(
+        **build_base_options(model, context, simple),
+        reasoning_effort=None if level is None or level == "off" else level,
+    )
+
+
+PROVIDER = Provider(
+    LABEL,
+    OpenAICompletionsOptions,
+    _request,
+    _simple_options,
+    simple_passthrough=("tool_choice",),  # stream_simple takes this API's tool_choice too
+)
+stream = PROVIDER.stream
+stream_simple = PROVIDER.stream_simple
 
 
 # --- response ---------------------------------------------------------------------------------
 
 
 async def _consume(run: ProviderRun, response: httpx.Response, api_key: str | None) -> None:
-    """Split the body into SSE ``data:`` payloads and feed them to a :class:`_ChunkParser`."""
+    """Decode the body's SSE events and feed their ``data:`` payloads to a :class:`_ChunkParser`."""
     parser = _ChunkParser(run, api_key)
     on_data = parser.on_data
-    pending = b""  # an incomplete line carried over to the next read
-    lines: list[bytes] = []  # ``data:`` lines of the event being assembled
-    done = False
+    decoder = SSEDecoder()
+    feed = decoder.feed_data
+    done = False  # set at ``[DONE]``
     encoded = response.headers.get("content-encoding", "identity").lower() != "identity"
     # raw bytes skip httpx's decoder chain; a proxy that compresses the stream needs it back
     body = response.aiter_bytes() if encoded else response.aiter_raw()
     async for raw in body:
         if done:
             continue  # drain, so the connection goes back to the pool
-        if (
-            not pending
-            and not lines
-            and raw.startswith(b"data: ")
-            and raw.endswith(b"\n\n")
-            and raw.count(b"\n") == 2
-            and b"\r" not in raw
-        ):
-            # The common case: exactly one complete event per HTTP chunk.
-            done = on_data(raw[6:-2])
-            continue
-        buf = pending + raw
-        if b"\r" in buf:
-            # a trailing CR may be the first half of a CRLF split across reads: keep it pending
-            tail = b"\r" if buf.endswith(b"\r") else b""
-            buf = buf[: len(buf) - len(tail)].replace(b"\r\n", b"\n").replace(b"\r", b"\n") + tail
-        parts = buf.split(b"\n")
-        pending = parts.pop()
-        for line in parts:
-            if done:
+        # "event:", "id:", "retry:" and ":" comments carry nothing for Chat Completions
+        for data in feed(raw):
+            if on_data(data):
+                done = True
                 break
-            if not line:
-                if lines:
-                    done = on_data(b"\n".join(lines))
-                    lines = []
-            elif line.startswith(b"data:"):
-                lines.append(line[6:] if line.startswith(b"data: ") else line[5:])
-            # "event:", "id:", "retry:" and ":" comments carry nothing for Chat Completions
     if not done:
-        pending = pending.rstrip(b"\r")
-        if pending.startswith(b"data:"):
-            lines.append(pending[6:] if pending.startswith(b"data: ") else pending[5:])
-        if lines:  # a body that ends without the final blank line still delivers its last event
-            on_data(b"\n".join(lines))
+        for event in decoder.flush():  # a body that ends without the final blank line
+            if on_data(event.data):
+                break
     parser.finish()
 
 
@@ -464,7 +402,7 @@ class _ChunkParser:
         raw = (error.get("metadata") or {}).get("raw") if isinstance(error, dict) else None
         if raw and str(raw) not in text:
             text = f"{text}\n{raw}"
-        raise StreamError(_redact(text, self.api_key))
+        raise StreamError(redact_key(text, self.api_key))
 
     def finish(self) -> None:
         """After the last chunk: every ``*_end`` in content order, then the stop-reason checks."""

@@ -1,9 +1,10 @@
-"""Request side of the ``openai-completions`` adapter (spec 7.3): compat detection and the
+"""Request side of the ``openai-completions`` adapter: compat detection and the
 Chat Completions request body (messages, tools, reasoning parameters, caching fields).
 
 Everything here is plain dict building, run once per request; the streaming side lives in
 :mod:`.openai_completions`. ``Compat`` is resolved from the provider id and base URL and then
-overridden key by key by ``model.compat`` (Pi's camelCase names, spec 2.7).
+overridden key by key by ``model.compat`` (Pi's camelCase names: ``supportsStore`` sets
+``supports_store``; unknown names and ``None`` values are ignored).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..env import is_local_url
 from ..text import sanitize_surrogates, short_hash
@@ -30,9 +31,7 @@ from ..types import (
     ToolCall,
     ToolResultMessage,
 )
-
-if TYPE_CHECKING:
-    from .openai_completions import OpenAICompletionsOptions
+from .openai_completions_options import OpenAICompletionsOptions
 
 # Servers that run on the user's machine; they take ``max_tokens``, no ``store``, no developer role.
 LOCAL_PROVIDERS = frozenset(

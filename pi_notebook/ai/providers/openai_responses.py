@@ -1,10 +1,11 @@
-"""The ``openai-responses`` provider (spec 7.4): ``stream`` and ``stream_simple``.
+"""The ``openai-responses`` provider: OpenAI's Responses API. ``stream`` and ``stream_simple``
+are the shared skeleton of :class:`._base.Provider` over this module's request and response parts.
 
 Owns the response side: decoding the Responses API's SSE (one JSON event per ``data:`` line,
 discriminated by ``type``), keyed by ``output_index`` into Pi's block events on one mutable
 :class:`AssistantMessage`; usage, cost and the status -> stop reason mapping. Request building
-lives in :mod:`.openai_responses_request`; the "never raise" wrapper, retries and
-``on_payload``/``on_response`` in :mod:`._base`.
+lives in :mod:`.openai_responses_request`, the options type in :mod:`.openai_responses_options`;
+the "never raise" wrapper, retries and ``on_payload``/``on_response`` in :mod:`._base`.
 
 Hot path: one ``jiter.from_json`` per ``data:`` line straight from the bytes, a dict lookup for
 the handler and for the output slot, an in-place string append, one slotted event object.
@@ -14,15 +15,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 import httpx
 import jiter
 
 from ..cost import calculate_cost
 from ..env import missing_key_message, needs_api_key
-from ..event_stream import AssistantMessageEventStream, error_stream
 from ..events import (
     TextDeltaEvent,
     TextEndEvent,
@@ -37,11 +36,12 @@ from ..events import (
 from ..http import ProviderError, merge_headers
 from ..json_parse import parse_streaming_json
 from ..models import clamp_thinking_level
-from ..options import SimpleStreamOptions, StreamOptions, coerce_options
+from ..options import SimpleStreamOptions, StreamOptions
 from ..simple_options import build_base_options
 from ..sse import SSEDecoder
 from ..types import Context, Model, StopReason, TextContent, ThinkingContent, ToolCall, Usage
-from ._base import ProviderRun, StreamError, start_provider_stream
+from ._base import Provider, ProviderRun, StreamError
+from .openai_responses_options import OpenAIResponsesOptions
 from .openai_responses_request import (
     DEFAULT_BASE_URL,
     build_headers,
@@ -66,45 +66,8 @@ _STATUS_STOP: dict[str, StopReason] = {
 }
 
 
-@dataclass(kw_only=True)
-class OpenAIResponsesOptions(StreamOptions):
-    reasoning_effort: str | None = None
-    """A Pi level (``minimal`` ... ``max``), sent through ``model.thinking_level_map``."""
-    reasoning_summary: Literal["auto", "detailed", "concise"] | None = None
-    service_tier: str | None = None
-    """``auto`` / ``default`` / ``flex`` / ``priority``; flex and priority change the cost."""
-    tool_choice: Any = None
-    """Passed through: ``"auto"``, ``"none"``, ``"required"`` or ``{"type": "function", "name": ...}``."""
-
-
-def stream(model: Model, context: Context, options: Any = None) -> AssistantMessageEventStream:
-    """Stream one Responses API response. Never raises: failures end the stream with an ``error``
-    event. ``options``: :class:`OpenAIResponsesOptions`, any ``StreamOptions`` or a mapping."""
-    try:
-        opts = coerce_options(options, OpenAIResponsesOptions)
-    except TypeError as exc:
-        return error_stream(model, str(exc))
-    return start_provider_stream(model, opts, lambda run: _run(run, opts, context), LABEL)
-
-
-def stream_simple(model: Model, context: Context, options: Any = None) -> AssistantMessageEventStream:
-    """Map ``reasoning`` to an effort through the model's supported levels, then :func:`stream`."""
-    try:
-        opts = coerce_options(options, SimpleStreamOptions)
-        if not isinstance(context, Context):
-            context = Context.model_validate(context)
-        base = build_base_options(model, context, opts)
-        level = clamp_thinking_level(model, opts.reasoning) if opts.reasoning else None
-        effort = None if level is None or level == "off" else level
-        return stream(model, context, OpenAIResponsesOptions(**base, reasoning_effort=effort))
-    except Exception as exc:  # the contract: stream functions never raise
-        return error_stream(model, str(exc) or type(exc).__name__)
-
-
-async def _run(run: ProviderRun, options: OpenAIResponsesOptions, context: Context | Any) -> None:
+async def _run(run: ProviderRun, context: Context, options: OpenAIResponsesOptions) -> None:
     model = run.model
-    if not isinstance(context, Context):
-        context = Context.model_validate(context)
     if not options.api_key and not _has_auth_header(model, options) and needs_api_key(model):
         raise StreamError(missing_key_message(model.provider))
     params = build_params(model, context, options)
@@ -122,6 +85,18 @@ async def _run(run: ProviderRun, options: OpenAIResponsesOptions, context: Conte
         await response.aclose()
     if run.output.stop_reason in ("error", "aborted"):
         raise StreamError("An unknown error occurred")
+
+
+def _simple_options(model: Model, context: Context, simple: SimpleStreamOptions) -> OpenAIResponsesOptions:
+    """The provider-neutral ``reasoning`` level, clamped to the model's levels, becomes the effort."""
+    level = clamp_thinking_level(model, simple.reasoning) if simple.reasoning else None
+    effort = None if level is None or level == "off" else level
+    return OpenAIResponsesOptions(**build_base_options(model, context, simple), reasoning_effort=effort)
+
+
+PROVIDER = Provider(LABEL, OpenAIResponsesOptions, _run, _simple_options)
+stream = PROVIDER.stream
+stream_simple = PROVIDER.stream_simple
 
 
 def _has_auth_header(model: Model, options: StreamOptions) -> bool:

@@ -1,4 +1,4 @@
-"""Request side of the ``openai-responses`` adapter (spec 7.4): Pi history -> Responses input items,
+"""Request side of the ``openai-responses`` adapter: Pi history -> Responses input items,
 tool definitions, the request body and headers.
 
 Replay rules worth knowing: reasoning items come back verbatim from ``thinkingSignature`` (the
@@ -14,14 +14,12 @@ import json
 import os
 import re
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..text import sanitize_surrogates, short_hash
 from ..transform import transform_messages
 from ..types import AssistantMessage, Context, ImageContent, Model, TextContent, Tool
-
-if TYPE_CHECKING:
-    from .openai_responses import OpenAIResponsesOptions
+from .openai_responses_options import OpenAIResponsesOptions
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 # Providers whose Responses tool-call ids carry a "<call_id>|<item_id>" pair worth keeping.
