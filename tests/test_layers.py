@@ -1,8 +1,10 @@
-"""The import-direction contract (DESIGN.md section 1): ``ai`` <- ``agent`` <- ``notebook``.
+"""The import contract: ``ai`` <- ``agent`` <- (``mcp``, ``session``) <- ``notebook``, no cycles.
 
-``pi_notebook.ai`` imports neither the agent nor the notebook layer, ``pi_notebook.agent`` never
-imports the notebook layer, and neither imports IPython, ipykernel or ipywidgets, not even
-lazily inside a function. Importing the agent core in a fresh interpreter loads none of them.
+Each layer imports only the layers below it, never upwards, not even lazily inside a function
+or under ``TYPE_CHECKING``; ``mcp`` (tool sources) and ``session`` (session files) sit side by
+side on the agent and never import each other. Only ``notebook`` imports IPython, ipykernel or
+ipywidgets: importing the core in a fresh interpreter loads none of them. And no module of the
+package takes part in an import cycle, counting every import the source contains.
 """
 
 from __future__ import annotations
@@ -17,9 +19,13 @@ import pytest
 PACKAGE = Path(__file__).resolve().parent.parent / "pi_notebook"
 NOTEBOOK_LIBRARIES = ("IPython", "ipykernel", "ipywidgets")
 FORBIDDEN = {
-    "ai": ("pi_notebook.agent", "pi_notebook.notebook", "pi_notebook.session", *NOTEBOOK_LIBRARIES),
-    "agent": ("pi_notebook.notebook", "pi_notebook.session", *NOTEBOOK_LIBRARIES),
-    "mcp": ("pi_notebook.notebook", "pi_notebook.session", *NOTEBOOK_LIBRARIES),
+    "ai": (
+        "pi_notebook.agent", "pi_notebook.mcp", "pi_notebook.session", "pi_notebook.notebook",
+        *NOTEBOOK_LIBRARIES,
+    ),
+    "agent": ("pi_notebook.mcp", "pi_notebook.session", "pi_notebook.notebook", *NOTEBOOK_LIBRARIES),
+    "mcp": ("pi_notebook.session", "pi_notebook.notebook", *NOTEBOOK_LIBRARIES),
+    "session": ("pi_notebook.mcp", "pi_notebook.notebook", *NOTEBOOK_LIBRARIES),
 }
 
 
@@ -74,6 +80,7 @@ def test_resolution_of_relative_imports_is_checked() -> None:
 def test_importing_the_agent_core_loads_no_notebook_library() -> None:
     code = (
         "import sys, pi_notebook.agent, pi_notebook.ai, pi_notebook.ai.faux, pi_notebook.mcp\n"
+        "import pi_notebook.session\n"
         f"loaded = sorted(m for m in sys.modules if m.split('.')[0] in {NOTEBOOK_LIBRARIES!r})\n"
         "print(','.join(loaded))\n"
     )
@@ -81,3 +88,78 @@ def test_importing_the_agent_core_loads_no_notebook_library() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
     )
     assert result.stdout.strip() == ""
+
+
+def import_graph() -> dict[str, set[str]]:
+    """Module -> the package modules it imports. ``from . import x`` counts as importing the
+    submodule ``x`` only (not the package's ``__init__``), which is how Python resolves it."""
+    modules = {module_name(p): p for p in PACKAGE.rglob("*.py")}
+    graph: dict[str, set[str]] = {name: set() for name in modules}
+    for name, path in modules.items():
+        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+        for node in ast.walk(ast.parse(path.read_text("utf-8"), str(path))):
+            if isinstance(node, ast.Import):
+                targets = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                if node.level:
+                    base = package.split(".")[: len(package.split(".")) - node.level + 1]
+                    target = ".".join([*base, node.module] if node.module else base)
+                else:
+                    target = node.module or ""
+                subs = [f"{target}.{a.name}" for a in node.names if f"{target}.{a.name}" in modules]
+                targets = subs if len(subs) == len(node.names) else [target, *subs]
+            else:
+                continue
+            graph[name] |= {t for t in targets if t in modules and t != name}
+    return graph
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components with more than one module (Tarjan, iterative)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+    for root in sorted(graph):
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph[root])))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is not None:
+                if child not in index:
+                    index[child] = low[child] = len(index)
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(sorted(graph[child]))))
+                elif child in on_stack:
+                    low[node] = min(low[node], index[child])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                component = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.append(member)
+                    if member == node:
+                        break
+                if len(component) > 1:
+                    found.append(sorted(component))
+    return found
+
+
+def test_no_import_cycle_in_the_package() -> None:
+    assert cycles(import_graph()) == []
+
+
+def test_the_cycle_finder_finds_a_cycle() -> None:
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
+    assert cycles(graph) == [["a", "b", "c"]]
