@@ -1,5 +1,5 @@
 """HTTP plumbing shared by the providers: one ``httpx.AsyncClient`` per event loop,
-provider errors with status and body, and Pi's HTTP-level retry (spec 3.8).
+provider errors with status and body, and Pi's HTTP-level retry.
 
 A client is built once per loop (building one costs 50-100 ms for its SSL context) and reused
 for every request, so a warm request costs no more than the raw httpx floor.

@@ -145,7 +145,7 @@ def types_of(events: Sequence[AgentEvent]) -> list[str]:
 
 
 def label(event: AgentEvent) -> str:
-    """A compact trace label in Appendix A's notation."""
+    """A compact trace label in the notation of test_agent_traces.py."""
     kind = event.type
     if kind in ("message_start", "message_end"):
         message = event.message  # type: ignore[union-attr]

@@ -1,4 +1,4 @@
-"""Pi's ``packages/agent/test/agent.test.ts`` (spec 6.2, 20 tests), one test per Pi test.
+"""Pi's ``packages/agent/test/agent.test.ts`` (20 tests), one test per Pi test.
 
 Python note: ``prompt()`` only starts once the event loop runs it, so where Pi calls
 ``prompt()`` without awaiting and then inspects the agent, these tests start it as a task and

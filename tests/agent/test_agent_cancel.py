@@ -76,7 +76,7 @@ async def test_cancel_waits_for_a_tool_that_finishes_after_the_abort(faux: FauxR
     assert finished == ["x"]
     assert_complete(events)
     assert [m.role for m in agent.state.messages] == ["user", "assistant", "toolResult"]
-    assert faux.state.call_count == 1  # no further turn after the abort (fix 2)
+    assert faux.state.call_count == 1  # no further turn after the abort (docs/design.md, deviation 2)
     assert agent.state.error_message == "Request was aborted"
 
 

@@ -1,4 +1,4 @@
-"""Pi's ``packages/agent/test/e2e.test.ts`` (spec 6.3, 10 tests): ``Agent`` + the faux provider
+"""Pi's ``packages/agent/test/e2e.test.ts`` (10 tests): ``Agent`` + the faux provider
 through the real entry point ``stream_simple``."""
 
 from __future__ import annotations

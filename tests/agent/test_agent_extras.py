@@ -1,4 +1,4 @@
-"""Behaviour beyond Pi's own tests: the Python conveniences and the parts of spec 4/5 the Pi
+"""Behaviour beyond Pi's own tests: the Python conveniences and the parts of Pi's loop and Agent the Pi
 suite does not pin (options forwarding, listeners, queues, turn updates, update draining)."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The five deliberate fixes of DESIGN.md section 3 (spec 9.4), one test (or more) per fix."""
+"""The five deliberate fixes (deviations 1-5 of docs/design.md), one test (or more) per fix."""
 
 from __future__ import annotations
 
@@ -53,7 +53,7 @@ def ok_tool(name: str = "echo", delay: float = 0.0) -> AgentTool:
     return AgentTool(name=name, description=name, parameters=ECHO_SCHEMA, execute=execute)
 
 
-# --- fix 1: agent_loop always ends its stream ------------------------------------------------------
+# --- fix 1 (deviation 1 of docs/design.md): agent_loop always ends its stream -------------------------------
 
 
 async def test_fix1_a_crashing_stream_function_still_ends_the_loop_stream() -> None:
@@ -154,7 +154,7 @@ async def test_fix1_agent_closes_an_open_tool_execution_when_a_listener_crashes(
     assert agent.state.pending_tool_calls == frozenset()
 
 
-# --- fix 2: the signal is checked between turns ----------------------------------------------------
+# --- fix 2 (deviation 2 of docs/design.md): the signal is checked between turns -----------------------------
 
 
 async def test_fix2_no_llm_call_after_an_abort_during_tools() -> None:
@@ -205,7 +205,7 @@ async def test_fix2_agent_keeps_queued_messages_and_reports_the_abort(faux: Faux
     assert [m.role for m in agent.state.messages] == ["user", "assistant", "toolResult"]
 
 
-# --- fix 3: aborted results for tool calls an abort kept from running ------------------------------
+# --- fix 3 (deviation 3 of docs/design.md): aborted results for tool calls an abort kept from running -------
 
 
 @pytest.mark.parametrize("mode", ["parallel", "sequential"])
@@ -232,7 +232,7 @@ async def test_fix3_every_tool_call_gets_a_result_after_an_abort_in_preparation(
     assert events[-1].type == "agent_end"
 
 
-# --- fix 4: missing API key is an error turn, not an exception ---------------------------------------
+# --- fix 4 (deviation 4 of docs/design.md): missing API key is an error turn, not an exception --------------
 
 
 async def test_fix4_a_missing_api_key_becomes_an_error_turn(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -256,7 +256,7 @@ async def test_fix4_a_missing_api_key_becomes_an_error_turn(monkeypatch: pytest.
     assert agent.state.error_message == last.error_message
 
 
-# --- fix 5: reset() aborts the active run ---------------------------------------------------------------
+# --- fix 5 (deviation 5 of docs/design.md): reset() aborts the active run -----------------------------------
 
 
 async def test_fix5_reset_aborts_the_active_run(faux: FauxRegistration) -> None:

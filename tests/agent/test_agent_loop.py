@@ -1,4 +1,4 @@
-"""Pi's ``packages/agent/test/agent-loop.test.ts`` (spec 6.1, 21 tests), one test per Pi test."""
+"""Pi's ``packages/agent/test/agent-loop.test.ts`` (21 tests), one test per Pi test."""
 
 from __future__ import annotations
 
@@ -520,7 +520,8 @@ def test_agent_loop_continue_should_throw_when_context_has_no_messages() -> None
 
 
 def test_agent_loop_continue_throws_from_an_assistant_tail() -> None:
-    """Pi's second synchronous error (spec 4.1), which the Pi suite checks only via ``Agent``."""
+    """Pi's second synchronous error (``agentLoop`` without a stream function), which the Pi
+    suite checks only via ``Agent``."""
     context = AgentContext(system_prompt="", messages=[user("hi"), assistant("hello")])
     with pytest.raises(ValueError, match=r"^Cannot continue from message role: assistant$"):
         agent_loop_continue(context, config())

@@ -1,7 +1,7 @@
-"""Appendix A: Pi's verified event traces, as exact event sequences (``Agent`` + faux provider with
-a fixed chunk size of 4 characters). Labels follow the appendix notation (see
-``agent_helpers.label``); ``message_update`` events are left out where the appendix leaves them
-out. A.8 is checked in its fixed form (DESIGN fixes 2 and 3)."""
+"""Pi's event traces, recorded by running Pi 0.83.0, as exact event sequences (``Agent`` + faux
+provider with a fixed chunk size of 4 characters). Labels follow a compact notation (see
+``agent_helpers.label``); ``message_update`` events are left out where the recorded traces
+leave them out. A.8 is checked in its fixed form (docs/design.md, deviations 2 and 3)."""
 
 from __future__ import annotations
 
@@ -391,11 +391,12 @@ async def _reject_on_abort(
 
 @pytest.mark.parametrize("mode", ["parallel", "sequential"])
 async def test_a8_abort_while_tools_run_fixed(faux: FauxRegistration, mode: str) -> None:
-    """A.8 with DESIGN fixes 2 and 3. Pi continues after ``turn_end(tr=a,b)`` with ``turn_start,
-    message_start(assistant:aborted), message_end(assistant:aborted), turn_end(tr=)`` (fix 2 ends
-    the run at the turn boundary instead), and in sequential mode gives ``b`` no events and no
-    result (fix 3 gives it start/end and an ``Operation aborted`` result). The run still leaves
-    ``state.error_message == "Request was aborted"``, as in Pi."""
+    """A.8 with deviations 2 and 3 of docs/design.md. Pi continues after ``turn_end(tr=a,b)``
+    with ``turn_start, message_start(assistant:aborted), message_end(assistant:aborted),
+    turn_end(tr=)`` (deviation 2 ends the run at the turn boundary instead), and in sequential
+    mode gives ``b`` no events and no result (deviation 3 gives it start/end and an ``Operation
+    aborted`` result). The run still leaves ``state.error_message == "Request was aborted"``, as
+    in Pi."""
     faux.set_responses(
         [
             faux_assistant_message(

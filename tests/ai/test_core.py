@@ -1,5 +1,5 @@
-"""EventStream (spec 3.1), AbortController/AbortSignal, Pi's JSON round trip of the types, and
-the never-raising entry points (DESIGN fix 4)."""
+"""EventStream, AbortController/AbortSignal, Pi's JSON round trip of the types, and
+the never-raising entry points (docs/design.md, deviation 4)."""
 
 from __future__ import annotations
 

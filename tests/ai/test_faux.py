@@ -1,4 +1,4 @@
-"""The faux provider (spec 3.10), ported from Pi's faux-provider.test.ts, plus determinism."""
+"""The faux provider, ported from Pi's faux-provider.test.ts, plus determinism."""
 
 from __future__ import annotations
 
@@ -332,7 +332,7 @@ async def test_unregisters_the_provider(reg_factory: Any) -> None:
     model = reg.get_model()
     reg.unregister()
     message = await complete(model, ctx())
-    # DESIGN fix 4: Pi rejects here; our entry points never raise and encode the same text.
+    # Pi rejects here (docs/design.md, deviation 4); our entry points never raise and encode the same text.
     assert message.stop_reason == "error"
     assert message.error_message == f"No API provider registered for api: {reg.api}"
     with pytest.raises(KeyError):

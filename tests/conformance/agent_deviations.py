@@ -37,7 +37,7 @@ def _ended_messages(events: list[dict[str, Any]]) -> list[Any]:
     return [e["message"] for e in events if e["type"] == "message_end"]
 
 
-# --- fix 2: no extra aborted turn after an abort ------------------------------------------------
+# --- deviation 2 of docs/design.md: no extra aborted turn after an abort ------------------------------------
 
 
 def abort_between_turns(pi: Result, scenario: dict[str, Any]) -> Result:
@@ -70,7 +70,7 @@ def abort_between_turns(pi: Result, scenario: dict[str, Any]) -> Result:
     return out
 
 
-# --- fix 3: aborted results for tool calls an abort skipped ---------------------------------------
+# --- deviation 3 of docs/design.md: aborted results for tool calls an abort skipped -------------------------
 
 
 def _sequential(scenario: dict[str, Any], calls: list[dict[str, Any]]) -> bool:
@@ -171,7 +171,7 @@ def aborted_tool_results(pi: Result, scenario: dict[str, Any]) -> Result:
     return out
 
 
-# --- fix 1 (as the Agent applies it): a crash closes what is open --------------------------------
+# --- deviation 1 of docs/design.md (as the Agent applies it): a crash closes what is open -------------------
 
 
 def crash_ending(pi: Result, scenario: dict[str, Any]) -> Result:
@@ -242,7 +242,7 @@ def _crash_after_agent_end(out: Result) -> Result:
     return out
 
 
-# --- fix 5: reset() aborts the active run ---------------------------------------------------------
+# --- deviation 5 of docs/design.md: reset() aborts the active run -------------------------------------------
 
 
 def _reset_index(events: list[dict[str, Any]], scenario: dict[str, Any]) -> int:
