@@ -213,3 +213,32 @@ async def test_provider_error_exception_text(
         assert_clean("the ProviderError", text)
     for record in caplog.records:
         assert_clean(f"the log record of {record.name}", record.getMessage())
+
+
+async def test_the_options_a_stream_function_receives_do_not_show_the_key(
+    secret_env: None, echo: EchoServer, client: httpx.AsyncClient
+) -> None:
+    """A traceback that shows locals, or a printed options object, must not reveal the key."""
+    key = KEYS["ANTHROPIC_API_KEY"]
+    wire = WIRES["anthropic-messages"]
+    echo.queue(Reply(200, wire.text_script("Hello there.").parts()))
+    seen: list[Any] = []
+
+    def stream_fn(model: Any, context: Any, options: Any) -> Any:
+        options.http_client = client
+        options.headers = {"x-api-key": key}
+        options.env = {"ANTHROPIC_API_KEY": key}
+        seen.append(options)
+        return stream_simple(model, context, options)
+
+    agent = Agent(
+        stream_fn=stream_fn,
+        get_api_key=lambda provider: key,
+        initial_state={"model": wire.model(echo.url)},
+    )
+    await agent.prompt("hi")
+    assert agent.state.messages[-1].stop_reason == "stop"
+    [options] = seen
+    assert options.api_key == key
+    assert_clean("repr() of the loop's stream options", repr(options) + str(options))
+    assert_clean("repr() of StreamOptions", repr(StreamOptions(api_key=key, headers={"x-api-key": key})))
