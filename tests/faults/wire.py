@@ -303,7 +303,13 @@ STREAM_FAULTS = (
     "never_finishes",
     "empty_body",
 )
-FAULTS: tuple[str, ...] = (*(f"http_{s}" for s in HTTP_STATUSES), *STREAM_FAULTS)
+# a proxy's HTML error page, and an error with no body at all
+ODD_HTTP_FAULTS = ("http_502_html", "http_500_no_body")
+FAULTS: tuple[str, ...] = (*(f"http_{s}" for s in HTTP_STATUSES), *ODD_HTTP_FAULTS, *STREAM_FAULTS)
+HTML_PAGE = (
+    "<html>\r\n<head><title>502 Bad Gateway</title></head>\r\n<body>\r\n"
+    "<center><h1>502 Bad Gateway</h1></center>\r\n<hr><center>nginx</center>\r\n</body>\r\n</html>\r\n"
+)
 
 STALL_SECONDS = 5.0  # the stalled server's pause; the request timeout fires long before
 
@@ -355,6 +361,10 @@ def fault_parts(api: str, fault: str, script: Script) -> list[Any]:
 
 
 def fault_reply(wire: WireApi, fault: str, script: Script) -> Reply:
+    if fault == "http_502_html":
+        return Reply(502, [HTML_PAGE.encode()], {"content-type": "text/html"})
+    if fault == "http_500_no_body":
+        return Reply(500, [], {"content-type": "application/json"})
     if fault.startswith("http_"):
         status = int(fault.removeprefix("http_"))
         return json_reply(status, wire.error_body(status))
