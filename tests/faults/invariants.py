@@ -119,13 +119,20 @@ _PAIRS: dict[str, Callable[[dict[str, Any]], tuple[list[str], list[str]]]] = {
 }
 
 
-def check_replays(messages: Sequence[Any], tools: Sequence[Any], system_prompt: str = "") -> None:
-    """The transcript becomes a valid request for every API: JSON, each call with one result."""
+def check_replays(
+    messages: Sequence[Any], tools: Sequence[Any], system_prompt: str = "", own_model: Model | None = None
+) -> None:
+    """The transcript becomes a valid request for every API (for a model that did not write it,
+    and for ``own_model``, the one that did): JSON, each call with exactly one result."""
     context = Context(
         system_prompt=system_prompt, messages=list(messages), tools=[t.to_tool() for t in tools]
     )
-    for api in API_NAMES:
-        body = build_request(replay_model(api), context)
+    models = [replay_model(api) for api in API_NAMES]
+    if own_model is not None and own_model.api in API_NAMES:
+        models.append(own_model)
+    for model in models:
+        api = model.api
+        body = build_request(model, context)
         json.dumps(body)
         calls, results = _PAIRS[api](body)
         assert sorted(calls) == sorted(results), f"{api}: calls {calls} vs results {results}"
@@ -242,7 +249,7 @@ def check_run(
     ended = [e.message for e in events if e.type == "message_end"]  # type: ignore[union-attr]
     assert state.messages[prior:] == ended, "the transcript is not the messages that reached message_end"
     check_tool_results(state.messages)
-    check_replays(state.messages, state.tools, state.system_prompt)
+    check_replays(state.messages, state.tools, state.system_prompt, state.model)
     last = [m for m in state.messages if isinstance(m, AssistantMessage)][-1]
     assert state.messages[-1] is last or isinstance(state.messages[-1], ToolResultMessage)
     if expect_stop is not None:
