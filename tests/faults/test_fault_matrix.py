@@ -48,6 +48,7 @@ REASONS: dict[str, str] = {
     "malformed_sse": r"parse|json",
     "json_not_an_object": r"ended without|ended before|no terminal|stop reason|finish reason",
     "json_wrong_field_types": r"unexpected shape",
+    "json_body_not_sse": r"ended without|ended before|error",
     "never_finishes": r"time(d)? ?out",
     "empty_body": r"ended without|ended before|no terminal|stop reason|finish reason|empty",
 }

@@ -300,6 +300,7 @@ STREAM_FAULTS = (
     "malformed_sse",
     "json_not_an_object",
     "json_wrong_field_types",
+    "json_body_not_sse",
     "never_finishes",
     "empty_body",
 )
@@ -353,6 +354,8 @@ def fault_parts(api: str, fault: str, script: Script) -> list[Any]:
         return [*head, b"data: [1, 2, 3]\n\n", b'data: "text"\n\n', b"data: 42\n\n", b"data: null\n\n"]
     if fault == "json_wrong_field_types":
         return [*head, *text[:1], _wrong_field_types(api)]
+    if fault == "json_body_not_sse":  # a proxy answering 200 with a plain JSON error, no SSE framing
+        return [json.dumps({"error": {"message": "upstream unavailable", "code": 503}}).encode()]
     if fault == "never_finishes":
         return [*head, *text[:1], Delay(STALL_SECONDS), *text[1:], *final]
     if fault == "empty_body":
