@@ -22,7 +22,16 @@ from typing import Any
 import httpx
 import pytest
 from faults.invariants import Recorder, check_run, reason_line
-from faults.wire import APIS, FAULTS, TOOL_ARGS, TOOL_NAME, WIRES, closed_port_url, fault_reply
+from faults.wire import (
+    APIS,
+    FAULTS,
+    STALL_SECONDS,
+    TOOL_ARGS,
+    TOOL_NAME,
+    WIRES,
+    closed_port_url,
+    fault_reply,
+)
 from loopback import LoopbackServer, Reply
 
 from pi_notebook.agent import Agent, AgentTool, AgentToolResult
@@ -148,3 +157,43 @@ async def test_fault(
     requests = len(loopback.requests)
     assert requests == fault_call + (0 if fault == "refused" else 1), "no retry, no extra request"
     assert isinstance(agent.state.messages[-1], AssistantMessage)
+
+
+@pytest.mark.parametrize("phase", PHASES)
+@pytest.mark.parametrize("api", APIS)
+async def test_user_abort_while_the_answer_streams(
+    api: str,
+    phase: str,
+    loopback: LoopbackServer,
+    client: httpx.AsyncClient,
+    loop_errors: list[dict[str, Any]],
+) -> None:
+    """``abort()`` while the reply's body stalls mid-text: the stream ends at once, aborted."""
+    wire = WIRES[api]
+    if phase == "after_tool":
+        loopback.queue(Reply(200, wire.tool_script("call_1", with_text=False).parts()))
+    loopback.queue(fault_reply(wire, "never_finishes", wire.tool_script("call_2", with_text=True)))
+    agent = Agent(
+        stream_fn=faulted_stream_fn(client, -1, None),  # no short timeout: only the abort ends it
+        get_api_key=lambda provider: "test-key",
+        initial_state={"model": wire.model(loopback.url), "tools": [lookup_tool([])]},
+    )
+    fault_call = 0 if phase == "first" else 1
+    starts: list[int] = []
+
+    def abort_while_stalled(index: int, event: Any) -> None:
+        message = getattr(event, "message", None)
+        if event.type == "message_start" and getattr(message, "role", None) == "assistant":
+            starts.append(index)
+            if len(starts) == fault_call + 1:  # the faulted reply's headers are in, its body stalls
+                asyncio.get_running_loop().call_later(0.1, agent.abort)
+
+    recorder = Recorder(abort_while_stalled)
+    agent.subscribe(recorder)
+    started = asyncio.get_running_loop().time()
+    await run_bounded(agent, "Look up alpha.")
+    assert asyncio.get_running_loop().time() - started < STALL_SECONDS / 2, "the abort did not end the stream"
+    last = check_run(agent, recorder, expect_stop="aborted")
+    assert last.error_message == "Request was aborted"
+    assert len(starts) == fault_call + 1
+    assert not loop_errors, loop_errors
