@@ -30,19 +30,20 @@ def build_request(model: Model, context: Context) -> dict[str, Any]:
     """The JSON body the provider of ``model.api`` would send for ``context``."""
     api = model.api
     if api == "openai-completions":
-        from pi_notebook.ai.providers import openai_completions as occ
         from pi_notebook.ai.providers import openai_completions_request as ocr
+        from pi_notebook.ai.providers.openai_completions_options import OpenAICompletionsOptions
 
-        return ocr.build_params(model, context, occ.OpenAICompletionsOptions(), ocr.resolve_compat(model))
+        return ocr.build_params(model, context, OpenAICompletionsOptions(), ocr.resolve_compat(model))
     if api == "openai-responses":
-        from pi_notebook.ai.providers import openai_responses as orr
         from pi_notebook.ai.providers import openai_responses_request as orq
+        from pi_notebook.ai.providers.openai_responses_options import OpenAIResponsesOptions
 
-        return orq.build_params(model, context, orr.OpenAIResponsesOptions())
+        return orq.build_params(model, context, OpenAIResponsesOptions())
     if api == "anthropic-messages":
         from pi_notebook.ai.providers import anthropic_request as ar
+        from pi_notebook.ai.providers.anthropic_options import AnthropicOptions
 
-        return ar.build_params(model, context, ar.AnthropicOptions())
+        return ar.build_params(model, context, AnthropicOptions())
     if api == "google-generative-ai":
         from pi_notebook.ai.providers import google_request as gr
 
