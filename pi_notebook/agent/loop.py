@@ -22,12 +22,14 @@ Python mapping of Pi's contract:
 Where this loop deliberately differs from Pi's (each is tested):
 1. ``agent_loop``/``agent_loop_continue`` always end their stream (Pi's stays open forever when
    the run throws). When the run raises, the stream gets a failure ending (:class:`RunTracker`):
-   ``tool_execution_end`` (error) for open tool executions, then ``message_start`` (unless a
-   message is open) and ``message_end`` of an assistant message with empty text,
-   ``stop_reason`` ``"error"`` (``"aborted"`` if the signal fired) and the exception text,
-   ``turn_end`` and ``agent_end`` whose messages are every message that reached ``message_end``
-   plus the failure message; ``turn_start``/``agent_start`` are emitted first when none is
-   open, so every start has its end.
+   ``tool_execution_end`` (error) for open tool executions, a result message for every call of
+   the last assistant message still without one (the result its execution ended with, else the
+   error; so the transcript replays to any provider), then ``message_start`` (unless a message
+   is open) and ``message_end`` of an assistant message with empty text, ``stop_reason``
+   ``"error"`` (``"aborted"`` if the signal fired) and the exception text, ``turn_end`` and
+   ``agent_end`` whose messages are every message that reached ``message_end`` plus the failure
+   message; ``turn_start``/``agent_start`` are emitted first when none is open, so every start
+   has its end.
 2. The signal is checked between turns: after an abort the run ends at the turn boundary with
    ``agent_end`` instead of asking the provider for an aborted empty turn, as Pi does.
 3. When an abort stops a tool batch, every tool call of that message that would get no result
@@ -261,25 +263,43 @@ def failure_message(model: Model, error: BaseException, aborted: bool) -> Assist
 class RunTracker:
     """Follows a run's events so a crash can be closed with a complete failure turn."""
 
-    __slots__ = ("ended", "message_open", "messages", "started", "tools", "turn_open")
+    __slots__ = (
+        "ended",
+        "message_open",
+        "messages",
+        "open_message",
+        "started",
+        "tools",
+        "turn_open",
+        "unanswered",
+    )
 
     def __init__(self) -> None:
         self.started = self.turn_open = self.message_open = self.ended = False
         self.tools: dict[str, str] = {}
         self.messages: list[AgentMessage] = []
+        self.open_message: Any = None
+        # calls of the last completed assistant message that have no result message yet, with
+        # whether their execution started and the result their tool_execution_end carried
+        self.unanswered: dict[str, tuple[ToolCall, bool, ToolExecutionEndEvent | None]] = {}
 
     def observe(self, event: AgentEvent) -> None:
         if isinstance(event, MessageUpdateEvent):
             return
         if isinstance(event, MessageStartEvent):
-            self.message_open = True
+            self.message_open, self.open_message = True, event.message
         elif isinstance(event, MessageEndEvent):
-            self.message_open = False
+            self.message_open, self.open_message = False, None
             self.messages.append(event.message)
+            self._answer(event.message)
         elif isinstance(event, ToolExecutionStartEvent):
             self.tools[event.tool_call_id] = event.tool_name
+            if event.tool_call_id in self.unanswered:
+                self.unanswered[event.tool_call_id] = (self.unanswered[event.tool_call_id][0], True, None)
         elif isinstance(event, ToolExecutionEndEvent):
             self.tools.pop(event.tool_call_id, None)
+            if event.tool_call_id in self.unanswered:
+                self.unanswered[event.tool_call_id] = (self.unanswered[event.tool_call_id][0], True, event)
         elif isinstance(event, TurnStartEvent | TurnEndEvent):
             self.turn_open = isinstance(event, TurnStartEvent)
         elif isinstance(event, AgentStartEvent):
@@ -305,12 +325,50 @@ class RunTracker:
             ToolExecutionEndEvent(cid, name, AgentToolResult.error(text), True)
             for cid, name in self.tools.items()
         ]
-        if not self.message_open:
+        message_open, results = self.message_open, []
+        if message_open and isinstance(self.open_message, ToolResultMessage):
+            events.append(MessageEndEvent(self.open_message))  # a result already built: keep it
+            results.append(self.open_message)
+            message_open = False
+        if not message_open:
+            results += self._close_unanswered(events, text, skip={m.tool_call_id for m in results})
             events.append(MessageStartEvent(failure))
         events.append(MessageEndEvent(failure))
         events.append(TurnEndEvent(failure, []))
-        events.append(AgentEndEvent([*self.messages, failure] if with_run_messages else [failure]))
+        events.append(AgentEndEvent([*self.messages, *results, failure] if with_run_messages else [failure]))
         return events
+
+    def _answer(self, message: Any) -> None:
+        if isinstance(message, AssistantMessage):
+            calls = [] if message.stop_reason in ("error", "aborted") else message.content
+            self.unanswered = {b.id: (b, False, None) for b in calls if isinstance(b, ToolCall)}
+        elif isinstance(message, ToolResultMessage):
+            self.unanswered.pop(message.tool_call_id, None)
+
+    def _close_unanswered(self, events: list[AgentEvent], text: str, skip: set[str]) -> list[Any]:
+        """A result message for every call of the last assistant message the crash left without
+        one (the result its execution ended with, else an error), so the transcript replays."""
+        results = []
+        for call_id, (call, started, end) in self.unanswered.items():
+            if call_id in skip:
+                continue
+            if not started:
+                events.append(ToolExecutionStartEvent(call_id, call.name, call.arguments))
+                events.append(ToolExecutionEndEvent(call_id, call.name, AgentToolResult.error(text), True))
+            result, is_error = (
+                (end.result, end.is_error) if end is not None else (AgentToolResult.error(text), True)
+            )
+            message = ToolResultMessage(
+                tool_call_id=call_id,
+                tool_name=call.name,
+                content=list(result.content or []),
+                details=result.details,
+                is_error=is_error,
+                timestamp=now_ms(),
+            )
+            events += [MessageStartEvent(message), MessageEndEvent(message)]
+            results.append(message)
+        return results
 
 
 # --- helpers -------------------------------------------------------------------------------

@@ -22,9 +22,11 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+from pydantic import TypeAdapter, ValidationError
+
 from ..ai.abort import ABORT_MESSAGE, AbortSignal
 from ..ai.event_stream import spawn
-from ..ai.types import AssistantMessage, ToolCall, ToolResultMessage, now_ms
+from ..ai.types import AssistantMessage, ImageContent, TextContent, ToolCall, ToolResultMessage, now_ms
 from ..ai.validation import validate_tool_arguments
 from .types import (
     AfterToolCallContext,
@@ -89,7 +91,31 @@ async def call_tool_execute(
         value = await run_in_worker(execute, tool_call_id, args, signal, on_update)
         if inspect.isawaitable(value):
             value = await value
-    return AgentToolResult.of(value)
+    return valid_content(AgentToolResult.of(value), tool.name)
+
+
+_CONTENT: TypeAdapter[list[TextContent | ImageContent]] = TypeAdapter(list[TextContent | ImageContent])
+
+
+def valid_content(result: AgentToolResult, tool_name: str) -> AgentToolResult:
+    """``result`` with content the transcript can hold (block mappings become blocks); other
+    content raises ``TypeError``, which the loop turns into an error result for the call
+    instead of failing the whole run when the result message is built."""
+    content = result.content
+    if isinstance(content, list) and all(isinstance(b, TextContent | ImageContent) for b in content):
+        return result  # the common case
+    try:
+        blocks = _CONTENT.validate_python(content if content is not None else [])
+    except ValidationError:
+        what = type(content).__name__
+        if isinstance(content, list | tuple):
+            bad = next((b for b in content if not isinstance(b, TextContent | ImageContent)), None)
+            what = f"a {what} holding {type(bad).__name__}"
+        raise TypeError(
+            f"Tool {tool_name} returned an invalid result: content must be a list of TextContent "
+            f"or ImageContent blocks, not {what}"
+        ) from None
+    return dataclasses.replace(result, content=blocks)
 
 
 # --- tool batches (Pi's executeToolCalls*) -------------------------------------------------------
@@ -320,7 +346,7 @@ class ToolBatch:
                 if after is not None:  # each given field replaces the value wholesale
                     fields = ("content", "details", "usage", "terminate")
                     overrides = {k: getattr(after, k) for k in fields if getattr(after, k) is not None}
-                    result = dataclasses.replace(result, **overrides)
+                    result = valid_content(dataclasses.replace(result, **overrides), prepared.tool.name)
                     is_error = after.is_error if after.is_error is not None else is_error
             except Exception as exc:
                 result, is_error = AgentToolResult.error(error_text(exc)), True

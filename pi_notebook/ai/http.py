@@ -21,6 +21,7 @@ import httpx
 
 from .abort import AbortError, AbortSignal, run_abortable
 from .options import StreamOptions
+from .redact import redact, secret_header_values
 
 _clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, httpx.AsyncClient] = (
     weakref.WeakKeyDictionary()
@@ -206,6 +207,7 @@ async def open_stream(
                 return response
             text = (await response.aread()).decode("utf-8", "replace")
             await response.aclose()
+            text = redact(text, secret_header_values(headers))  # servers may echo the key back
             error = ProviderError(
                 response.status_code, format_error_body(response.status_code, text), response.headers, text
             )

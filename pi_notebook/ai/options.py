@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from .types import CacheRetention, ThinkingLevel
@@ -29,18 +29,19 @@ class StreamOptions:
     temperature: float | None = None
     max_tokens: int | None = None
     signal: AbortSignal | None = None
-    api_key: str | None = None
+    # Credentials stay out of ``repr`` (tracebacks with locals, printed options, logs).
+    api_key: str | None = field(default=None, repr=False)
     transport: Transport | None = None
     cache_retention: CacheRetention | None = None
     session_id: str | None = None
     on_payload: OnPayload | None = None
     on_response: OnResponse | None = None
-    headers: dict[str, str | None] | None = None
+    headers: dict[str, str | None] | None = field(default=None, repr=False)
     timeout_ms: int | None = None
     max_retries: int | None = None
     max_retry_delay_ms: int | None = None
     metadata: dict[str, Any] | None = None
-    env: dict[str, str] | None = None
+    env: dict[str, str] | None = field(default=None, repr=False)
     http_client: httpx.AsyncClient | None = None
     """Use this client instead of the shared per-loop one (tests, custom transports)."""
 

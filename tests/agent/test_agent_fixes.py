@@ -141,15 +141,19 @@ async def test_fix1_agent_closes_an_open_tool_execution_when_a_listener_crashes(
     agent.subscribe(listener)
     await agent.prompt("go")
     labels = [label(e) for e in events if e.type != "message_update"]
-    assert labels[-6:] == [
+    assert labels[-8:] == [
         "tool_execution_start(a)",
         "tool_execution_end(a,err)",
+        "message_start(toolResult a)",  # the call still gets its (error) result
+        "message_end(toolResult a)",
         "message_start(assistant:error)",
         "message_end(assistant:error)",
         "turn_end(tr=)",
         "agent_end",
     ]
-    assert events[-5].result.content[0].text == "listener boom"  # type: ignore[union-attr]
+    assert events[-7].result.content[0].text == "listener boom"  # type: ignore[union-attr]
+    assert events[-5].message.content[0].text == "listener boom"  # type: ignore[union-attr]
+    assert [m.role for m in agent.state.messages] == ["user", "assistant", "toolResult", "assistant"]
     assert agent.state.error_message == "listener boom"
     assert agent.state.pending_tool_calls == frozenset()
 

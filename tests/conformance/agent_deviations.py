@@ -178,8 +178,10 @@ def crash_ending(pi: Result, scenario: dict[str, Any]) -> Result:
     """When a listener throws, Pi closes the run with message_start/message_end of an empty
     failure message, turn_end and agent_end, whatever was open. We close what is open instead:
     ``tool_execution_end`` (error) for running tools, no second ``message_start`` when a message
-    is open (its end is the failure message), ``turn_start`` when no turn is open; after
-    ``agent_end`` nothing at all (the failure only sets ``state.errorMessage``)."""
+    is open (its end is the failure message), ``turn_start`` when no turn is open; and every
+    call of the last completed assistant message still without a result gets one before the
+    failure message (see :func:`_unanswered_results`). After ``agent_end`` nothing at all (the
+    failure only sets ``state.errorMessage``)."""
     out = copy.deepcopy(pi)
     events = out["events"]
     if len(events) >= 5 and events[-5]["type"] == "agent_end":
@@ -220,10 +222,57 @@ def crash_ending(pi: Result, scenario: dict[str, Any]) -> Result:
         }
         for cid, name in tools.items()
     ]
+    results: list[dict[str, Any]] = []
     if not message_open:
+        results = _unanswered_results(events[_run_start(events, failure_at) : failure_at], closing, text)
         closing.append(events[failure_at])
     events[failure_at : failure_at + 1] = closing
+    messages = out["state"]["messages"]
+    _check(messages[-1] == failure, "Pi's transcript does not end with the failure message")
+    messages[-1:-1] = results
     return out
+
+
+def _unanswered_results(run: list[dict[str, Any]], closing: list[dict[str, Any]], text: str) -> list[Any]:
+    """The result messages our failure ending adds (to ``closing``) for the calls of the last
+    completed assistant message that have none: the result a call's execution ended with, else
+    the failure's error (a call whose execution never started gets its start/end first)."""
+    unanswered: dict[str, dict[str, Any]] = {}
+    for event in run:
+        kind, message = event["type"], event.get("message") or {}
+        if kind == "message_end" and message.get("role") == "assistant":
+            calls = [] if message["stopReason"] in ("error", "aborted") else message["content"]
+            unanswered = {b["id"]: {"call": b, "end": None} for b in calls if b["type"] == "toolCall"}
+        elif kind == "message_end" and message.get("role") == "toolResult":
+            unanswered.pop(message["toolCallId"], None)
+        elif kind in ("tool_execution_start", "tool_execution_end") and event["toolCallId"] in unanswered:
+            unanswered[event["toolCallId"]]["end"] = event if kind == "tool_execution_end" else "started"
+    ended = {e["toolCallId"] for e in closing if e["type"] == "tool_execution_end"}
+    error = {"content": [{"type": "text", "text": text}], "details": {}}
+    results = []
+    for call_id, entry in unanswered.items():
+        call, end = entry["call"], entry["end"]
+        if end is None:
+            execution, _, _ = _aborted_result_events(call)
+            execution[1]["result"] = error
+            closing += execution
+        done = isinstance(end, dict) and call_id not in ended
+        result = end["result"] if done else error
+        message = {
+            "role": "toolResult",
+            "toolCallId": call_id,
+            "toolName": call["name"],
+            "content": result["content"],
+            **({"details": result["details"]} if "details" in result else {}),
+            "isError": end["isError"] if done else True,
+            "timestamp": 0,
+        }
+        closing += [
+            {"type": "message_start", "message": message},
+            {"type": "message_end", "message": message},
+        ]
+        results.append(message)
+    return results
 
 
 def _crash_after_agent_end(out: Result) -> Result:

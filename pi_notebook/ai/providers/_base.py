@@ -29,6 +29,7 @@ from ..event_stream import AssistantMessageEventStream, error_stream
 from ..events import DoneEvent, DoneReason, ErrorEvent, StartEvent
 from ..http import ProviderError, get_client, open_stream
 from ..options import SimpleStreamOptions, StreamOptions, coerce_options
+from ..redact import redact, secret_header_values
 from ..types import AssistantMessage, Context, Model, Usage
 
 OptionsT = TypeVar("OptionsT", bound=StreamOptions)
@@ -41,7 +42,7 @@ class StreamError(Exception):
 class ProviderRun:
     """State of one request: the mutable output message, the event stream, the options."""
 
-    __slots__ = ("model", "options", "output", "stream")
+    __slots__ = ("model", "options", "output", "reading", "stream")
 
     def __init__(self, model: Model, options: StreamOptions) -> None:
         self.model = model
@@ -55,6 +56,7 @@ class ProviderRun:
             usage=Usage(),
             stop_reason="pending",
         )
+        self.reading = False  # True once the response body is being parsed
 
     async def send(self, url: str, headers: Mapping[str, str], payload: dict[str, Any]) -> httpx.Response:
         """Apply ``on_payload``, POST with retries, call ``on_response``, push ``start``."""
@@ -73,6 +75,7 @@ class ProviderRun:
             if inspect.isawaitable(result):
                 await result
         self.stream.push(StartEvent(partial=self.output))
+        self.reading = True
         return response
 
 
@@ -104,8 +107,10 @@ async def _produce(run: ProviderRun, body: Callable[[ProviderRun], Awaitable[Non
     except (Exception, asyncio.CancelledError) as exc:
         aborted = (signal is not None and signal.aborted) or isinstance(exc, asyncio.CancelledError)
         output.stop_reason = "aborted" if aborted else "error"
-        message = ABORT_MESSAGE if aborted else describe_error(exc)
-        output.error_message = redact_key(message, run.options.api_key)
+        text = ABORT_MESSAGE if aborted else describe_error(exc, label if run.reading else None)
+        # an error body or event may echo the request's credentials back
+        secrets = [run.options.api_key, *secret_header_values(run.options.headers)]
+        output.error_message = redact(text, [*secrets, *secret_header_values(run.model.headers)])
         run.stream.push(ErrorEvent(reason=output.stop_reason, error=output))
     finally:
         run.stream.end()
@@ -113,12 +118,18 @@ async def _produce(run: ProviderRun, body: Callable[[ProviderRun], Awaitable[Non
 
 def redact_key(text: str, api_key: str | None) -> str:
     """Servers may echo the API key back in an error body; it must never reach a message."""
-    if api_key and len(api_key) >= 8 and api_key in text:  # a shorter "key" is no secret
-        return text.replace(api_key, "[redacted]")
-    return text
+    return redact(text, [api_key])
 
 
-def describe_error(exc: BaseException) -> str:
+# What reading a response of an unexpected shape raises (``"text" + 42``, ``"str".get``).
+_SHAPE_ERRORS = (TypeError, AttributeError, KeyError, IndexError)
+
+
+def describe_error(exc: BaseException, label: str | None = None) -> str:
+    """The error message for ``exc``; with ``label`` (the response was being read) a shape
+    error says which provider sent data the parser could not read, not just Python's words."""
+    if label is not None and isinstance(exc, _SHAPE_ERRORS):
+        return f"{label} sent a response of an unexpected shape ({type(exc).__name__}: {exc})"
     if isinstance(exc, ProviderError | StreamError):
         return str(exc)
     if isinstance(exc, httpx.TransportError):
