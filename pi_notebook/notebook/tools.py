@@ -331,9 +331,10 @@ class NotebookTools:
         labels = [label for output in captured.outputs for label in images.add_bundle(output.data)]
         result_text = None
         if has_value and value is not None:
-            data, _ = self.shell.display_formatter.format(value)
+            data = self._format_value(value)
             labels += images.add_bundle(data)
-            result_text = truncate(str(data.get("text/plain", "")), 4000)
+            plain = data.get("text/plain")
+            result_text = truncate(str(plain), 4000) if plain is not None else summarize(value, 4000)
             parts.append(f"result: {result_text}")
         labels += [images.add(png, "image/png", "figure") for png in figures]
         parts += labels
@@ -347,6 +348,16 @@ class NotebookTools:
             "images": len(images.images),
         }
         return AgentToolResult(content=[_text(text), *images.images], details=details)
+
+    def _format_value(self, value: Any) -> dict[str, Any]:
+        """The value's display formats. A formatter that fails (IPython's pretty printer
+        recurses, so a dict nested 10,000 deep fails) prints its traceback: captured here so it
+        does not land in the cell's output; the result then falls back to ``summarize``."""
+        from IPython.utils.capture import capture_output
+
+        with capture_output():
+            data, _ = self.shell.display_formatter.format(value)
+        return data if isinstance(data, dict) else {}
 
     @notebook_tool(changes_state=True)
     async def insert_cell(self, code: str) -> AgentToolResult:

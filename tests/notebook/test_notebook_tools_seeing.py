@@ -266,3 +266,50 @@ def test_insert_cell_in_a_headless_run_says_it_was_not_inserted(ip: Any, tools: 
     tools.begin_run()
     assert call(tools, "insert_cell", code="x = 2").details["inserted"] is True
     assert ip.rl_next_input == "x = 2"
+
+
+def test_rich_bundles_become_bounded_text() -> None:
+    from pi_notebook.notebook.outputs import bundle_text
+
+    widget = {
+        "application/vnd.jupyter.widget-view+json": {"model_id": "abc", "version_major": 2},
+        "text/plain": "IntSlider(value=5, description='n')",
+    }
+    assert bundle_text(widget, 200) == "[widget] IntSlider(value=5, description='n')"
+    typed = {"dtype": "f8", "bdata": base64.b64encode(b"\0" * 8 * 50).decode()}
+    plotly = {
+        "application/vnd.plotly.v1+json": {
+            "data": [{"type": "scatter", "name": "temp", "x": typed, "y": typed}],
+            "layout": {"title": {"text": "Weather"}, "xaxis": {"title": {"text": "day"}}},
+        }
+    }
+    assert bundle_text(plotly, 500) == (
+        "[Plotly figure: 1 trace(s), title 'Weather']\n  scatter 'temp': 50 points\n  x axis: day"
+    )
+    rows = "".join(f"<tr><td>{i}</td><td>{'v' * 50}</td></tr>" for i in range(10_000))
+    html = {
+        "text/html": f"<style>td {{}}</style><table>{rows}</table>",
+        "text/plain": "<IPython.core.display.HTML object>",
+    }
+    started = time.perf_counter()
+    text = bundle_text(html, 800)
+    assert time.perf_counter() - started < 0.5
+    assert len(text) <= 800
+    assert text.startswith("0 | " + "v" * 50 + "\n1 | ")
+    assert "td {}" not in text
+
+
+def test_run_code_value_that_breaks_the_pretty_printer_is_summarised(
+    ip: Any, tools: NotebookTools, capsys: pytest.CaptureFixture[str]
+) -> None:
+    nested: dict[str, Any] = {}
+    node = nested
+    for _ in range(10_000):
+        node["child"] = {}
+        node = node["child"]
+    ip.user_ns["deep"] = nested
+    capsys.readouterr()
+    out = text_of(call(tools, "run_code", code="deep"))
+    assert out == "result: dict, 1 items: {'child': {'child': {'child': {...}}}}"
+    printed = capsys.readouterr()
+    assert "RecursionError" not in printed.out + printed.err  # no traceback in the cell's output
