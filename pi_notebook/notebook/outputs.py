@@ -84,7 +84,7 @@ class ImageBudget:
         """Attach ``data`` if the budget allows; the label says what it is and where it went."""
         self.seen += 1
         size = image_size(data, mime)
-        kind = mime.split("/")[1].upper().replace("JPEG", "JPEG")
+        kind = mime.split("/")[1].upper()
         what = f"{noun} {self.seen}: {size[0]}x{size[1]} {kind}" if size else f"{noun} {self.seen}: {kind}"
         if not self.sees_images:
             return f"[{what}, {NO_IMAGE_INPUT}]"

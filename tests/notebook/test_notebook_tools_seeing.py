@@ -214,10 +214,11 @@ def test_budgets_hold_and_stay_fast_on_huge_values(ip: Any, tools: NotebookTools
             "gigabyte": np.empty((1 << 27,), dtype=np.float64),  # 1 GB of address space, pages untouched
             "long_text": "y" * 10_000_000,
             "deep": nested,
+            "wide_frame": pd.DataFrame(np.zeros((3, 5000))),
         }
     )
     timings = {}
-    for name in ("big_frame", "gigabyte", "long_text", "deep"):
+    for name in ("big_frame", "gigabyte", "long_text", "deep", "wide_frame"):
         seconds, text = _timed(tools, name)
         timings[name] = seconds
         assert len(text) <= 2000 + len(name) + 2
@@ -229,6 +230,7 @@ def test_budgets_hold_and_stay_fast_on_huge_values(ip: Any, tools: NotebookTools
     assert "w: " in frame
     assert "in a 100,000-row sample (not counted exactly: too large)" in frame
     assert "1.0 GB" in _timed(tools, "gigabyte")[1]
+    assert "no missing values in the first 200 columns" in _timed(tools, "wide_frame")[1]
 
 
 def test_run_code_value_of_huge_string_is_bounded(ip: Any, tools: NotebookTools) -> None:
