@@ -315,3 +315,16 @@ def test_run_code_value_that_breaks_the_pretty_printer_is_summarised(
     assert out == "result: dict, 1 items: {'child': {'child': {'child': {...}}}}"
     printed = capsys.readouterr()
     assert "RecursionError" not in printed.out + printed.err  # no traceback in the cell's output
+
+
+def test_insert_cell_on_colab_says_it_was_not_inserted(
+    ip: Any, tools: NotebookTools, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import types
+
+    monkeypatch.setitem(sys.modules, "google.colab", types.ModuleType("google.colab"))
+    ip.rl_next_input = None
+    tools.begin_run()
+    result = call(tools, "insert_cell", code="y = 3")
+    assert text_of(result).startswith("Not inserted: Colab does not insert cells from the kernel.")
+    assert ip.rl_next_input is None
