@@ -8,6 +8,11 @@ Each tool is a method of ``NotebookTools`` declared with ``@notebook_tool`` and 
 ``AgentTool`` by ``pi_notebook.agent``'s ``@tool`` when a shell's ``NotebookTools`` is created:
 the signature is the parameter schema, the docstring the description the model reads.
 
+The tools see what the user sees: images (figures ``run_code`` leaves open, images earlier
+cells displayed or the saved notebook holds) are attached for models with image input and
+replaced by a labelled placeholder for the others (``outputs.py``); ``begin_run`` tells the
+tools the run's model.
+
 Everything returned is bounded and secret-safe (``references.py``). Tools touch the user
 namespace through ``dispatch``, which runs a callable on the kernel's main thread: directly in
 the awaited ``%%pi`` path (the agent already runs there), through the fallback's bridge when
