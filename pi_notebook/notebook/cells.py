@@ -1,7 +1,16 @@
-"""What the notebook tools read about cells: the kernel's input history (with ``Out`` values
-and the errors recorded per execution count) and the notebook file as last saved.
+"""What the notebook tools read about cells: the kernel's input history (with ``Out`` values,
+the display outputs and the errors recorded per execution count) and the notebook file as
+last saved.
 
-Everything returned is bounded (``references.truncate``); the callers redact secrets.
+Display outputs: IPython keeps no display history a kernel can rely on (ipykernel stores none
+by default), so ``CellLog.watch`` records the bundles published through the shell's display
+publisher while a cell runs (``display()``, a matplotlib figure the inline backend shows after
+the cell, rich reprs) and files them under the cell's execution count when it ends. Output
+captured by ``%%capture`` or ``run_code`` never reaches that publisher and is not recorded.
+The record is bounded: ``MAX_OUTPUTS`` bundles a cell, the last ``MAX_CELLS`` cells.
+
+Everything returned is bounded (``references.truncate``, ``outputs.ImageBudget``); the callers
+redact secrets.
 """
 
 from __future__ import annotations
@@ -12,29 +21,65 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from .outputs import ImageBudget, bundle_text
 from .references import summarize, truncate
 
 _PI_CELL = re.compile(r"^\s*%%pi(\s|$)", re.MULTILINE)
+_RECORDER = "__pi_notebook_recorder__"
+MAX_OUTPUTS = 8
+MAX_CELLS = 40
+OUTPUT_CHARS = 800
 
 
 class CellErrorLog:
-    """Errors of executed cells by execution count, fed by IPython's ``post_run_cell`` event."""
+    """Errors and display outputs of executed cells by execution count, filed by IPython's
+    ``post_run_cell`` event (``record``)."""
 
     def __init__(self) -> None:
         self.errors: dict[int, str] = {}
+        self.outputs: dict[int, list[dict[str, Any]]] = {}
+        self._pending: list[dict[str, Any]] = []
+
+    def watch(self, shell: Any) -> None:
+        """Record what ``shell``'s display publisher shows (once per publisher)."""
+        publisher = getattr(shell, "display_pub", None)
+        publish = getattr(publisher, "publish", None)
+        if publish is None or getattr(publish, _RECORDER, None) is self:
+            return
+
+        def recording_publish(data: Any = None, metadata: Any = None, *args: Any, **kwargs: Any) -> Any:
+            if isinstance(data, dict) and not kwargs.get("update") and len(self._pending) < MAX_OUTPUTS:
+                self._pending.append(dict(data))
+            return publish(data, metadata, *args, **kwargs)
+
+        setattr(recording_publish, _RECORDER, self)
+        setattr(publisher, "publish", recording_publish)
 
     def record(self, result: Any) -> None:
         error = getattr(result, "error_in_exec", None) or getattr(result, "error_before_exec", None)
         count = getattr(result, "execution_count", None)
-        if error is not None and isinstance(count, int):
+        pending, self._pending = self._pending, []
+        if not isinstance(count, int):
+            return
+        if error is not None:
             self.errors[count] = truncate(f"{type(error).__name__}: {error}", 500)
+        if pending:
+            self.outputs[count] = pending
+            for old in sorted(self.outputs)[:-MAX_CELLS]:
+                del self.outputs[old]
 
 
 def history_text(
-    shell: Any, errors: dict[int, str], last: int, start: int | None = None, end: int | None = None
+    shell: Any,
+    log: CellErrorLog,
+    last: int,
+    start: int | None = None,
+    end: int | None = None,
+    *,
+    images: ImageBudget | None = None,
 ) -> tuple[str, list[int]]:
-    """Executed cells from the input history with their ``Out`` value and recorded error, and
-    the execution counts shown."""
+    """Executed cells from the input history with their display outputs, ``Out`` value and
+    recorded error, and the execution counts shown. Images go to ``images`` when given."""
     raw = list(getattr(shell.history_manager, "input_hist_raw", None) or shell.user_ns.get("In", []))
     current = len(raw) - 1
     first = start if start is not None else max(1, current - last + 1)
@@ -43,20 +88,45 @@ def history_text(
     parts, numbers = [], []
     for n in range(max(1, first), final + 1):
         source = raw[n]
-        running = n == current and _PI_CELL.search(source) is not None
+        pi_cell = _PI_CELL.search(source) is not None
+        running = n == current and pi_cell
         lines = [f"In [{n}]:{' (this %%pi cell)' if running else ''}", truncate(source.rstrip(), 2000)]
+        if not pi_cell:  # a %%pi cell's output is its conversation, which the model has
+            lines += _display_lines(n, log.outputs.get(n, []), images)
         if n in outputs:
-            lines.append(f"Out[{n}]: {summarize(outputs[n], 800)}")
-        if n in errors:
-            lines.append(f"Error[{n}]: {errors[n]}")
+            lines.append(f"Out[{n}]: {summarize(outputs[n], OUTPUT_CHARS)}")
+            if images is not None:
+                lines += images.add_bundle(_image_formats(shell, outputs[n]))
+        if n in log.errors:
+            lines.append(f"Error[{n}]: {log.errors[n]}")
         parts.append("\n".join(lines))
         numbers.append(n)
     last_error = getattr(sys, "last_value", None)
-    if not errors and last_error is not None:
+    if not log.errors and last_error is not None:
         parts.append(
             f"Last error in this kernel: {type(last_error).__name__}: {truncate(str(last_error), 500)}"
         )
     return ("\n\n".join(parts) or "No executed cells in the history."), numbers
+
+
+def _display_lines(n: int, bundles: list[dict[str, Any]], images: ImageBudget | None) -> list[str]:
+    lines = []
+    for bundle in bundles:
+        labels = images.add_bundle(bundle, "image") if images is not None else []
+        text = bundle_text(bundle, OUTPUT_CHARS)
+        shown = " ".join([*labels, text]).strip()
+        if shown:
+            lines.append(f"Display[{n}]: {shown}")
+    return lines
+
+
+def _image_formats(shell: Any, value: Any) -> dict[str, Any]:
+    """The PNG/JPEG formats of an ``Out`` value (only those formatters run: cheap)."""
+    try:
+        data, _ = shell.display_formatter.format(value, include={"image/png", "image/jpeg"})
+    except Exception:
+        return {}
+    return data if isinstance(data, dict) else {}
 
 
 def notebook_path(shell: Any) -> Path | None:
@@ -72,21 +142,24 @@ def notebook_path(shell: Any) -> Path | None:
     return None
 
 
-def format_saved_cell(index: int, cell: dict[str, Any], include_outputs: bool) -> str:
-    """One cell of a saved ``.ipynb``: header, source and up to five text outputs."""
+def format_saved_cell(
+    index: int, cell: dict[str, Any], include_outputs: bool, images: ImageBudget | None = None
+) -> str:
+    """One cell of a saved ``.ipynb``: header, source and up to five outputs (rich ones as
+    text, images to ``images`` when given)."""
     source = cell.get("source", "")
     source = "".join(source) if isinstance(source, list) else str(source)
     kind = cell.get("cell_type", "code")
     count = cell.get("execution_count")
     header = f"[{index}] {kind}" + (f" (In [{count}])" if kind == "code" and count else "")
     lines = [header, truncate(source.rstrip(), 2000)]
-    if include_outputs and kind == "code":
+    if include_outputs and kind == "code" and _PI_CELL.search(source) is None:
         for output in cell.get("outputs", [])[:5]:
-            lines.append("  -> " + truncate(_saved_output_text(output), 600))
+            lines.append("  -> " + truncate(_saved_output_text(output, images), 600))
     return "\n".join(lines)
 
 
-def _saved_output_text(output: dict[str, Any]) -> str:
+def _saved_output_text(output: dict[str, Any], images: ImageBudget | None) -> str:
     kind = output.get("output_type")
     if kind == "stream":
         text = output.get("text", "")
@@ -94,7 +167,5 @@ def _saved_output_text(output: dict[str, Any]) -> str:
     if kind == "error":
         return f"{output.get('ename')}: {output.get('evalue')}"
     data = output.get("data", {})
-    plain = data.get("text/plain", "")
-    plain = "".join(plain) if isinstance(plain, list) else str(plain)
-    extra = [m for m in data if m != "text/plain"]
-    return plain + (f" [{', '.join(extra)}]" if extra else "")
+    labels = images.add_bundle(data) if images is not None and isinstance(data, dict) else []
+    return " ".join([*labels, bundle_text(data, 600) if isinstance(data, dict) else ""]).strip()

@@ -1,8 +1,9 @@
 """Bounded, secret-safe summaries of kernel values, and the `` $`expr` `` prompt references.
 
 Every summary is capped (characters, items, rows) so a huge object never floods the model's
-context, and computed without importing pandas or numpy: their objects are recognised by
-their type's module and summarised through the already-imported library.
+context, and fast on huge values (only a slice of a long string is copied, nested containers
+are shown to three levels without recursing further); pandas and numpy objects are summarised
+by ``frames.py`` through the already-imported library.
 
 Secrets: a value whose *name* looks like a secret (``KEY``, ``TOKEN``, ``SECRET``,
 ``PASSWORD``, ``PASSWD``, ``CREDENTIAL``) is never shown; dict entries under such keys are
@@ -21,11 +22,12 @@ import inspect
 import os
 import re
 import reprlib
-import sys
 import types
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
+
+from .frames import library_kind, summarize_library
 
 MAX_SUMMARY_CHARS = 2_000
 ONE_LINE_CHARS = 100
@@ -114,35 +116,6 @@ def safe_repr(value: Any) -> str:
         return f"<{type_name(value)}: repr failed: {type(exc).__name__}>"
 
 
-# --- pandas / numpy, recognised without importing them ------------------------------------
-
-
-def _library(value: Any) -> str | None:
-    kind = type(value)
-    root = kind.__module__.split(".")[0]
-    if root == "pandas" and kind.__name__ in ("DataFrame", "Series"):
-        return f"pandas.{kind.__name__}"
-    if root == "numpy" and kind.__name__ == "ndarray":
-        return "numpy.ndarray"
-    return None
-
-
-def _summarize_library(kind: str, value: Any, limit: int) -> str:
-    if kind == "pandas.DataFrame":
-        rows, cols = value.shape
-        dtypes = ", ".join(f"{c}: {t}" for c, t in list(value.dtypes.items())[:30])
-        head = value.head(5).to_string(max_cols=20, max_colwidth=40)
-        return truncate(
-            f"DataFrame with {rows} rows x {cols} columns\ncolumns: {dtypes}\nhead:\n{head}", limit
-        )
-    if kind == "pandas.Series":
-        head = value.head(10).to_string(max_rows=10)
-        return truncate(f"Series {value.name!r}, length {len(value)}, dtype {value.dtype}\n{head}", limit)
-    numpy = sys.modules["numpy"]
-    body = numpy.array2string(value, threshold=40, edgeitems=3, max_line_width=100)
-    return truncate(f"ndarray shape={value.shape} dtype={value.dtype}\n{body}", limit)
-
-
 # --- summaries ---------------------------------------------------------------------------------
 
 
@@ -169,15 +142,15 @@ def summarize(value: Any, limit: int = MAX_SUMMARY_CHARS) -> str:
 def _summarize(value: Any, limit: int) -> str:
     if isinstance(value, _ENVIRON_TYPE):
         return f"os.environ with {len(value)} variables (values are never shown)"
-    library = _library(value)
+    library = library_kind(value)
     if library is not None:
-        return _summarize_library(library, value, limit)
+        return summarize_library(library, value, limit)
     if isinstance(value, types.ModuleType):
         return f"module {value.__name__}"
     if inspect.isroutine(value) or inspect.isclass(value):
         return _describe_callable(value)
     if isinstance(value, str):
-        return f"str, {len(value)} chars: {truncate(repr(value), limit - 30)}"
+        return f"str, {len(value)} chars: {truncate(repr(value[:limit]), limit - 30)}"
     if isinstance(value, bytes | bytearray):
         return f"{type_name(value)}, {len(value)} bytes: {truncate(repr(value[:200]), 300)}"
     if isinstance(value, Mapping | list | tuple | set | frozenset):
@@ -188,7 +161,7 @@ def _summarize(value: Any, limit: int) -> str:
 def one_line(value: Any, limit: int = ONE_LINE_CHARS) -> str:
     """A single-line summary for listings."""
     try:
-        library = _library(value)
+        library = library_kind(value)
         if library == "pandas.DataFrame":
             text = f"{value.shape[0]} rows x {value.shape[1]} columns"
         elif library == "pandas.Series":

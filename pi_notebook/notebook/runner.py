@@ -141,7 +141,9 @@ class PiRun:
         (the agent has closed its run by then) and records it in ``interrupted``."""
         agent = self.agent
         self.loop = asyncio.get_running_loop()
-        self.tools.begin_run(dispatch, on_interrupt=self._interrupt_from_tool)
+        self.tools.begin_run(
+            dispatch, self._interrupt_from_tool, model=agent.state.model, headless=self.mode.headless.headless
+        )
         user_tools = [t for t in agent.state.tools if not is_notebook_tool(t)]
         agent.state.tools = user_tools + self.tools.build(self.options.tools)
         gate = ApprovalGate(

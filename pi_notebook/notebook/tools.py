@@ -8,6 +8,11 @@ Each tool is a method of ``NotebookTools`` declared with ``@notebook_tool`` and 
 ``AgentTool`` by ``pi_notebook.agent``'s ``@tool`` when a shell's ``NotebookTools`` is created:
 the signature is the parameter schema, the docstring the description the model reads.
 
+The tools see what the user sees: images (figures ``run_code`` leaves open, images earlier
+cells displayed or the saved notebook holds) are attached for models with image input and
+replaced by a labelled placeholder for the others (``outputs.py``); ``begin_run`` tells the
+tools the run's model.
+
 Everything returned is bounded and secret-safe (``references.py``). Tools touch the user
 namespace through ``dispatch``, which runs a callable on the kernel's main thread: directly in
 the awaited ``%%pi`` path (the agent already runs there), through the fallback's bridge when
@@ -18,12 +23,13 @@ a cell: user code may need it (GUI backends, signals), and a kernel interrupt mu
 from __future__ import annotations
 
 import ast
-import base64
+import fnmatch
 import itertools
 import json
 import keyword
 import linecache
 import re
+import sys
 import traceback
 import types
 from collections.abc import Awaitable, Callable
@@ -33,9 +39,10 @@ from pydantic import Field
 
 from ..agent.decorator import tool
 from ..agent.types import AgentTool, AgentToolResult, ToolExecutionMode
-from ..ai.types import ImageContent, TextContent
+from ..ai.types import TextContent
 from .cells import CellErrorLog, format_saved_cell, history_text, notebook_path
 from .interrupts import interruptible, raise_if_interrupted
+from .outputs import ImageBudget, open_figures, take_figures
 from .references import looks_secret, one_line, redact_text, secret_placeholder, summarize, truncate
 
 T = TypeVar("T")
@@ -91,13 +98,30 @@ class NotebookTools:
         self.dispatch: Dispatch = run_here
         self.on_interrupt: Callable[[], None] | None = None
         self.inserted: list[str] = []
+        self.sees_images = True
+        self.headless = False
         self._runs = itertools.count(1)
         self._tools: dict[str, AgentTool] = {}
+        if shell is not None:
+            self.errors.watch(shell)
 
     def begin_run(
-        self, dispatch: Dispatch = run_here, on_interrupt: Callable[[], None] | None = None
+        self,
+        dispatch: Dispatch = run_here,
+        on_interrupt: Callable[[], None] | None = None,
+        *,
+        model: Any = None,
+        headless: bool = False,
     ) -> None:
+        """Per run: how to reach the main thread, what an interrupt does, the run's ``model``
+        (images go to models with image input, others get a placeholder) and whether nobody
+        watches (``headless``: no frontend will insert a cell)."""
         self.dispatch, self.on_interrupt, self.inserted = dispatch, on_interrupt, []
+        self.sees_images = model is None or "image" in getattr(model, "input", ("image",))
+        self.headless = headless
+
+    def image_budget(self) -> ImageBudget:
+        return ImageBudget(sees_images=self.sees_images)
 
     def build(self, names: list[str]) -> list[AgentTool]:
         """The tools ``names``, in that order (made once per shell, then reused)."""
@@ -121,7 +145,8 @@ class NotebookTools:
         """List the variables in the notebook kernel with their type and a one-line summary.
 
         Args:
-            pattern: Only names containing this text (case-insensitive).
+            pattern: Only names containing this text (case-insensitive), or matching it as a
+                glob when it has * ? or [ (``df*``).
             include_modules: Also list imported modules.
             limit: At most this many variables.
         """
@@ -135,18 +160,25 @@ class NotebookTools:
         missing = object()
         # %who's rule: a startup name counts once the user rebinds it
         names = [n for n in ns if not n.startswith("_") and ns[n] is not hidden.get(n, missing)]
-        if pattern:
-            names = [n for n in names if pattern.lower() in n.lower()]
         if not include_modules:
             names = [n for n in names if not isinstance(ns[n], types.ModuleType)]
+        total = len(names)
+        if pattern:
+            names = [n for n in names if _matches(pattern, n)]
         for name in sorted(names)[:limit]:
             value = ns[name]
             summary = secret_placeholder(name, value) if looks_secret(name) else one_line(value)
             rows.append(f"{name}: {type(value).__name__} = {summary}")
         if len(names) > limit:
             rows.append(f"... and {len(names) - limit} more (use pattern or limit)")
-        text = "\n".join(rows) if rows else "No user variables."
-        return AgentToolResult(content=[_text(text)], details={"count": len(names)})
+        if rows:
+            text = "\n".join(rows)
+        elif pattern and total:
+            plural = "s" if total != 1 else ""
+            text = f"No variables match {pattern!r} ({total} user variable{plural} in all)."
+        else:
+            text = "No user variables."
+        return AgentToolResult(content=[_text(text)], details={"count": len(names), "total": total})
 
     @notebook_tool()
     async def inspect_variable(
@@ -185,7 +217,8 @@ class NotebookTools:
         start: Annotated[int | None, Field(ge=1)] = None,
         end: Annotated[int | None, Field(ge=1)] = None,
     ) -> AgentToolResult:
-        """Read recently executed cells from the kernel's history: source, output value and error.
+        """Read recently executed cells from the kernel's history: source, displayed outputs
+        (images included, as the user saw them), output value and error.
 
         Args:
             last: How many of the most recent cells (ignored with start).
@@ -194,27 +227,30 @@ class NotebookTools:
         """
 
         def read() -> AgentToolResult:
-            text, numbers = self.history_text(last, start, end)
-            return AgentToolResult(content=[_text(text)], details={"cells": numbers})
+            images = self.image_budget()
+            text, numbers = self.history_text(last, start, end, images=images)
+            details = {"cells": numbers, "images": len(images.images)}
+            return AgentToolResult(content=[_text(text), *images.images], details=details)
 
         return await self.dispatch(read)  # type: ignore[no-any-return]
 
     def history_text(
-        self, last: int, start: int | None = None, end: int | None = None
+        self, last: int, start: int | None = None, end: int | None = None, images: ImageBudget | None = None
     ) -> tuple[str, list[int]]:
-        """Executed cells from the input history with their ``Out`` value and recorded error."""
-        return history_text(self.shell, self.errors.errors, last, start, end)
+        """Executed cells from the input history with their outputs, ``Out`` value and error."""
+        return history_text(self.shell, self.errors, last, start, end, images=images)
 
     @notebook_tool()
     async def read_notebook(
         self, max_cells: Annotated[int, Field(ge=1, le=500)] = 60, include_outputs: bool = True
     ) -> AgentToolResult:
-        """Read the notebook file as last saved (markdown and code cells, text outputs). Falls
-        back to the kernel's input history when the file is unknown.
+        """Read the notebook file as last saved (markdown and code cells, outputs: images as
+        the user saw them, rich output as text). Falls back to the kernel's input history when
+        the file is unknown.
 
         Args:
             max_cells: At most this many cells.
-            include_outputs: Include saved outputs (text only, truncated).
+            include_outputs: Include saved outputs (truncated; a few images).
         """
         return await self.dispatch(  # type: ignore[no-any-return]
             lambda: self._read_notebook_now(max_cells, include_outputs)
@@ -222,29 +258,38 @@ class NotebookTools:
 
     def _read_notebook_now(self, max_cells: int, include_outputs: bool) -> AgentToolResult:
         path = notebook_path(self.shell)
+        images = self.image_budget() if include_outputs else None
         if path is None:
-            history, numbers = self.history_text(max_cells)
+            history, numbers = self.history_text(max_cells, images=images)
             text = (
                 "The notebook file is unknown to the kernel; this is the kernel's input history.\n\n"
                 + history
             )
-            return AgentToolResult(content=[_text(text)], details={"source": "history", "cells": numbers})
-        data = json.loads(path.read_text("utf-8"))
-        cells = data.get("cells", [])
-        parts = [f"Notebook {path.name} as last saved ({len(cells)} cells; unsaved edits are not included)."]
-        for i, cell in enumerate(cells[:max_cells]):
-            parts.append(format_saved_cell(i, cell, include_outputs))
-        if len(cells) > max_cells:
-            parts.append(f"... {len(cells) - max_cells} more cells")
-        text = _head_tail("\n\n".join(parts), NOTEBOOK_CHARS)
-        return AgentToolResult(content=[_text(text)], details={"source": str(path), "cells": len(cells)})
+            details: dict[str, Any] = {"source": "history", "cells": numbers}
+        else:
+            data = json.loads(path.read_text("utf-8"))
+            cells = data.get("cells", [])
+            saved = f"({len(cells)} cells; unsaved edits are not included)"
+            parts = [f"Notebook {path.name} as last saved {saved}."]
+            for i, cell in enumerate(cells[:max_cells]):
+                parts.append(format_saved_cell(i, cell, include_outputs, images))
+            if len(cells) > max_cells:
+                parts.append(f"... {len(cells) - max_cells} more cells")
+            text = _head_tail("\n\n".join(parts), NOTEBOOK_CHARS)
+            details = {"source": str(path), "cells": len(cells)}
+        attached = images.images if images is not None else []
+        if attached:
+            details["images"] = len(attached)
+        return AgentToolResult(content=[_text(text), *attached], details=details)
 
     # state-changing ---------------------------------------------------------------------------
 
     @notebook_tool(changes_state=True)
     async def run_code(self, code: str) -> AgentToolResult:
         """Run Python code in the notebook's kernel namespace (like a cell, not added to history).
-        Returns stdout, stderr, the last expression's value and images it displayed. Changes state.
+        Returns stdout, stderr, the last expression's value, images it displayed and matplotlib
+        figures it left open (as the user would see them after a cell; they are then closed).
+        Changes state.
 
         Args:
             code: Python (IPython syntax allowed) to run in the notebook's namespace.
@@ -262,6 +307,7 @@ class NotebookTools:
         body, last = _split_last_expression(ast.parse(source, filename))
         ns, global_ns = self.shell.user_ns, self.shell.user_global_ns
         value, error = None, None
+        figures_before = open_figures()
         with capture_output() as captured, interruptible():
             try:
                 raise_if_interrupted()  # an interrupt that came just before this handler swap
@@ -275,24 +321,28 @@ class NotebookTools:
                 error = "KeyboardInterrupt: the kernel was interrupted while run_code was running"
             except Exception as exc:
                 error = _format_user_error(exc)
-        return self._code_result(captured, value, last is not None, error)
+        # Figures left open would otherwise be drawn by the inline backend after the %%pi cell.
+        figures = take_figures(figures_before)
+        return self._code_result(captured, value, last is not None, error, figures)
 
-    def _code_result(self, captured: Any, value: Any, has_value: bool, error: str | None) -> AgentToolResult:
+    def _code_result(
+        self, captured: Any, value: Any, has_value: bool, error: str | None, figures: list[bytes]
+    ) -> AgentToolResult:
         parts: list[str] = []
-        images: list[ImageContent] = []
+        images = self.image_budget()
         for label, stream in (("stdout", captured.stdout), ("stderr", captured.stderr)):
             if stream:
                 parts.append(f"{label}:\n{_head_tail(stream)}")
-        for output in captured.outputs:
-            images.extend(_png(output.data))
+        labels = [label for output in captured.outputs for label in images.add_bundle(output.data)]
         result_text = None
         if has_value and value is not None:
-            data, _ = self.shell.display_formatter.format(value)
-            images.extend(_png(data))
-            result_text = truncate(str(data.get("text/plain", "")), 4000)
+            data = self._format_value(value)
+            labels += images.add_bundle(data)
+            plain = data.get("text/plain")
+            result_text = truncate(str(plain), 4000) if plain is not None else summarize(value, 4000)
             parts.append(f"result: {result_text}")
-        if images:
-            parts.append(f"[{len(images)} image(s) attached]")
+        labels += [images.add(png, "image/png", "figure") for png in figures]
+        parts += labels
         if error is not None:
             raise RuntimeError(redact_text("\n".join([*parts, error])))
         text = "\n".join(parts) or "(no output)"
@@ -300,27 +350,54 @@ class NotebookTools:
             "stdout": captured.stdout,
             "stderr": captured.stderr,
             "result": result_text,
-            "images": len(images),
+            "images": len(images.images),
         }
-        return AgentToolResult(content=[_text(text), *images], details=details)
+        return AgentToolResult(content=[_text(text), *images.images], details=details)
+
+    def _format_value(self, value: Any) -> dict[str, Any]:
+        """The value's display formats. A formatter that fails (IPython's pretty printer
+        recurses, so a dict nested 10,000 deep fails) prints its traceback: captured here so it
+        does not land in the cell's output; the result then falls back to ``summarize``."""
+        from IPython.utils.capture import capture_output
+
+        with capture_output():
+            data, _ = self.shell.display_formatter.format(value)
+        return data if isinstance(data, dict) else {}
 
     @notebook_tool(changes_state=True)
     async def insert_cell(self, code: str) -> AgentToolResult:
         """Insert a new code cell below the current cell when this run ends (for the user to
-        review and run). Several calls in one run are joined into one cell.
+        review and run). Several calls in one run are joined into one cell. Where the frontend
+        cannot insert cells (a headless run, Colab), the result says so and shows the code.
 
         Args:
             code: Source of the code cell to insert below the current cell.
         """
         self.inserted.append(code.rstrip("\n"))
         joined = "\n\n".join(self.inserted)
-        await self.dispatch(lambda: self.shell.set_next_input(joined, replace=False))
-        where = "below the current cell when this run ends"
         count = len(self.inserted)
         note = "" if count == 1 else f" (joined with {count - 1} earlier cell(s) of this run)"
-        return AgentToolResult(
-            content=[_text(f"A new code cell will be inserted {where}{note}.")], details={"source": joined}
-        )
+        ignored = self._insert_ignored_by()
+        if ignored is not None:
+            text = (
+                f"Not inserted: {ignored} does not insert cells from the kernel. Tell the user to "
+                f"copy this code into a new cell{note}:\n```python\n{joined}\n```"
+            )
+            details = {"inserted": False, "reason": ignored, "source": joined}
+            return AgentToolResult(content=[_text(text)], details=details)
+        await self.dispatch(lambda: self.shell.set_next_input(joined, replace=False))
+        text = f"A new code cell will be inserted below the current cell when this run ends{note}."
+        return AgentToolResult(content=[_text(text)], details={"inserted": True, "source": joined})
+
+    def _insert_ignored_by(self) -> str | None:
+        """Who would drop the ``set_next_input`` payload ``insert_cell`` sends (the execute
+        reply's payload that JupyterLab, Notebook 7 and VS Code turn into a cell), or None.
+        nbclient (nbconvert, papermill, nbval) never reads payloads; Colab does not either."""
+        if self.headless:
+            return "this headless run (nbclient, nbconvert, papermill or nbval)"
+        if "google.colab" in sys.modules:
+            return "Colab"
+        return None
 
     @notebook_tool(changes_state=True)
     async def set_variable(
@@ -390,6 +467,13 @@ def parse_tools_spec(spec: str) -> list[str]:
     return names
 
 
+def _matches(pattern: str, name: str) -> bool:
+    """Case-insensitive: a glob when ``pattern`` has ``*?[``, else a substring."""
+    if any(c in pattern for c in "*?["):
+        return fnmatch.fnmatchcase(name.lower(), pattern.lower())
+    return pattern.lower() in name.lower()
+
+
 def _split_last_expression(tree: ast.Module) -> tuple[ast.Module, ast.Expression | None]:
     if tree.body and isinstance(tree.body[-1], ast.Expr):
         last = ast.Expression(body=tree.body[-1].value)
@@ -406,11 +490,3 @@ def _format_user_error(exc: BaseException) -> str:
         + "".join(lines)
         + "".join(traceback.format_exception_only(exc))
     )
-
-
-def _png(data: Any) -> list[ImageContent]:
-    if not isinstance(data, dict) or "image/png" not in data:
-        return []
-    png = data["image/png"]
-    encoded = base64.b64encode(png).decode("ascii") if isinstance(png, bytes) else str(png)
-    return [ImageContent(data=encoded, mime_type="image/png")]

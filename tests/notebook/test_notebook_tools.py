@@ -168,7 +168,7 @@ def test_pandas_dataframe_summary_when_installed(ip: Any, tools: NotebookTools) 
     pd = pytest.importorskip("pandas")
     ip.user_ns["frame"] = pd.DataFrame({"a": range(1000), "b": ["x"] * 1000})
     shown = text_of(call(tools, "inspect_variable", name="frame"))
-    assert "DataFrame with 1000 rows x 2 columns" in shown
+    assert "DataFrame with 1,000 rows x 2 columns" in shown
     assert "a: int64" in shown
     assert len(shown) < 2100
 
@@ -197,7 +197,7 @@ def test_read_cells_has_sources_outputs_and_errors(ip: Any, tools: NotebookTools
     assert "ZeroDivisionError: division by zero" in out
     count = ip.execution_count - 1
     only = call(tools, "read_cells", start=count, end=count)
-    assert only.details == {"cells": [count]}
+    assert only.details == {"cells": [count], "images": 0}
     assert "1/0" in text_of(only)
 
 
@@ -256,7 +256,7 @@ def test_run_code_captures_stdout_result_and_images(ip: Any, tools: NotebookTool
     out = text_of(result)
     assert "stdout:\nhi" in out
     assert "result: 42" in out
-    assert "[1 image(s) attached]" in out
+    assert "[image 1: 1x1 PNG, attached]" in out
     images = [b for b in result.content if b.type == "image"]
     assert len(images) == 1
     assert base64.b64decode(images[0].data) == PNG_1X1

@@ -1,0 +1,70 @@
+"""JupyterLab in Debian's Chromium: the cell ``insert_cell`` asks for appears below the
+``%%pi`` cell when the run ends (the ``set_next_input`` payload of the execute reply, which
+JupyterLab turns into a new code cell). Screenshot: ``test-output/browser/insert-cell.png``."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+from browser_lab import CHROMIUM_ARGS, Lab
+from test_browser import CHROMIUM, SHOTS, run_cell
+
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.skipif(not Path(CHROMIUM).exists(), reason=f"{CHROMIUM} is not installed"),
+]
+playwright_sync = pytest.importorskip("playwright.sync_api")
+
+SETUP = """\
+%load_ext pi_notebook
+from pi_notebook.ai.faux import register_faux_provider, faux_assistant_message, faux_tool_call
+faux = register_faux_provider()
+faux.set_responses([
+    faux_assistant_message([faux_tool_call("insert_cell", {"code": "inserted_by_pi = 6 * 7"}, id="c1")],
+                           stop_reason="toolUse"),
+    faux_assistant_message("I added a cell below."),
+])
+print("setup done")
+"""
+RUN = "%%pi --model faux:faux-1 --approve auto\nAdd a cell that computes 6 * 7."
+
+
+def test_inserted_cell_appears_in_jupyterlab(tmp_path: Path) -> None:
+    expect = playwright_sync.expect
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    with Lab(tmp_path) as lab, playwright_sync.sync_playwright() as p:
+        url = lab.write_notebook("insert.ipynb", [SETUP, RUN, ""])  # Shift+Enter moves on, adds none
+        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+        page = browser.new_page(viewport={"width": 1280, "height": 900})
+        try:
+            _drive(page, url, expect)
+        except Exception:
+            page.screenshot(path=str(SHOTS / "insert-cell-failure.png"), full_page=True)
+            print(lab.log_tail())
+            raise
+        finally:
+            browser.close()
+
+
+def _drive(page: Any, url: str, expect: Any) -> None:
+    page.goto(url)
+    page.wait_for_selector(".jp-NotebookPanel .jp-CodeCell", timeout=60_000)
+    page.locator(".jp-StatusBar-TextItem", has_text="| Idle").first.wait_for(timeout=90_000)
+    cells = page.locator(".jp-NotebookPanel .jp-CodeCell")
+    expect(cells).to_have_count(3)
+    run_cell(page, cells.nth(0))
+    expect(cells.nth(0).locator(".jp-OutputArea")).to_contain_text("setup done", timeout=60_000)
+    run_cell(page, cells.nth(1))
+    static = cells.nth(1).locator(".pi-static")
+    expect(static).to_be_visible(timeout=60_000)
+    expect(static.locator(".pi-tool", has_text="insert_cell")).to_contain_text("will be inserted below")
+    expect(cells).to_have_count(4, timeout=30_000)
+    expect(cells.nth(2).locator(".jp-InputArea-editor")).to_contain_text("inserted_by_pi = 6 * 7")
+    expect(cells.nth(3).locator(".jp-InputArea-editor")).to_have_text("")
+    page.screenshot(path=str(SHOTS / "insert-cell.png"), full_page=True)
