@@ -6,4 +6,6 @@ cd "$(dirname "$0")/.."
 export PATH="$(pwd)/.venv/bin:$PATH"
 ruff check pi_notebook tests bench
 mypy
-pytest tests notebooks --nbval-lax -p no:cacheprovider "$@"
+# Tutorials: nbval compares every output of every cell, after the sanitizers of
+# notebooks/sanitize.cfg replace what changes from run to run (elapsed time, footer tokens/cost).
+pytest tests notebooks --nbval --nbval-sanitize-with notebooks/sanitize.cfg -p no:cacheprovider "$@"
