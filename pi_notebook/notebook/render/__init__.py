@@ -16,6 +16,8 @@ from __future__ import annotations
 from ..view import ViewState
 from .markdown import frontend_markdown, renders_raw_html, safe_split
 from .static_html import (
+    MATH,
+    NO_MATH,
     SAFE_SCHEMES,
     details_html,
     footer_html,
@@ -43,7 +45,9 @@ from .text import (
 )
 
 __all__ = [
+    "MATH",
     "MAX_SHOWN",
+    "NO_MATH",
     "SAFE_SCHEMES",
     "details_html",
     "end_text",
