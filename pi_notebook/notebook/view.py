@@ -45,6 +45,7 @@ __all__ = [
     "ToolStatus",
     "UserItem",
     "ViewState",
+    "activity",
     "content_to_text",
     "mark_approval",
     "mark_queued",
@@ -196,6 +197,8 @@ class ViewState:
     _first_ts: int | None = field(default=None, repr=False)
     _last_ts: int | None = field(default=None, repr=False)
     _clock_elapsed: bool = field(default=False, repr=False)
+    _streaming: bool = field(default=False, repr=False)
+    """The model has sent a block of the current message (until that message ends)."""
 
     def tool_card(self, tool_call_id: str) -> ToolCard | None:
         return self._cards.get(tool_call_id)
@@ -367,6 +370,9 @@ def _on_message_update(state: ViewState, event: MessageUpdateEvent) -> None:
     handler = _BLOCK_HANDLERS.get(inner.type)
     if handler is not None:
         handler(state, inner)
+        if not state._streaming:
+            state._streaming = True
+            state.rev += 1
 
 
 # --- whole messages -------------------------------------------------------------------------
@@ -375,6 +381,7 @@ def _on_message_update(state: ViewState, event: MessageUpdateEvent) -> None:
 def _on_message_start(state: ViewState, event: MessageStartEvent) -> None:
     if getattr(event.message, "role", None) == "assistant":
         state._blocks = {}
+        state._streaming = False
 
 
 def _reconcile_block(state: ViewState, index: int, block: Any) -> None:
@@ -420,6 +427,7 @@ def _end_assistant(state: ViewState, message: Any) -> None:
     state.stop_reason = getattr(message, "stop_reason", None)
     state.error_message = getattr(message, "error_message", None)
     state._blocks = {}
+    state._streaming = False
 
 
 def _end_user(state: ViewState, message: Any) -> None:
@@ -501,6 +509,7 @@ def _on_tool_end(state: ViewState, event: ToolExecutionEndEvent) -> None:
 
 def _on_turn_start(state: ViewState, event: Any) -> None:
     state.footer.turns += 1
+    state._streaming = False
     state.rev += 1
 
 
@@ -549,6 +558,21 @@ def reduce(state: ViewState, event: AgentEvent) -> ViewState:
     if handler is not None:
         handler(state, event)
     return state
+
+
+def activity(state: ViewState) -> str:
+    """What a running view waits for, for the footer: ``waiting for approval``, ``running
+    list_variables``, ``waiting for the model`` (no output yet: a slow prompt, a server holding
+    back tokens), ``writing`` (the model streams); empty once the run has ended."""
+    if state.finished:
+        return ""
+    cards = [item for item in state.items if isinstance(item, ToolCard)]
+    if any(card.status == "pending_approval" for card in cards):
+        return "waiting for approval"
+    running = list(dict.fromkeys(card.name or "a tool" for card in cards if card.status == "running"))
+    if running:
+        return "running " + ", ".join(running)
+    return "writing" if state._streaming else "waiting for the model"
 
 
 # --- changes that do not come from agent events ------------------------------------------------

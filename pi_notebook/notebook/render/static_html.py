@@ -219,8 +219,8 @@ def thinking_html(block: ThinkingBlock) -> str:
     return _div("pi-thinking", summary + body, tag="details", math=True)
 
 
-def footer_html(footer: Footer) -> str:
-    return _div("pi-footer", html.escape(footer_text(footer)))
+def footer_html(footer: Footer, activity: str = "") -> str:
+    return _div("pi-footer", html.escape(footer_text(footer, activity)))
 
 
 def prompt_html(prompt: str) -> str:

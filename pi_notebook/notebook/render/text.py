@@ -96,7 +96,8 @@ def status_label(card: ToolCard) -> str:
     return _STATUS_LABEL.get(card.status, card.status)
 
 
-def footer_text(footer: Footer) -> str:
+def footer_text(footer: Footer, activity: str = "") -> str:
+    """Turns, tokens, cost, elapsed time, model, and, while the run is live, what it waits for."""
     turns = f"{footer.turns} turn" + ("" if footer.turns == 1 else "s")
     tokens = f"{footer.input_tokens:,} in / {footer.output_tokens:,} out tokens"
     if footer.cache_read_tokens or footer.cache_write_tokens:
@@ -104,6 +105,8 @@ def footer_text(footer: Footer) -> str:
     parts = [turns, tokens, f"${footer.cost:.4f}", f"{footer.elapsed:.1f} s"]
     if footer.model:
         parts.append(footer.model)
+    if activity:
+        parts.append(activity)
     return " · ".join(parts)
 
 
