@@ -11,7 +11,10 @@ Owns four decisions:
 * the guarded ``comm_msg`` wrapper: ipykernel 7.4 publishes no ``status: idle`` for comms it
   handles concurrently, and the ipywidgets frontend then stops syncing a ``Text`` widget after
   its first keystroke. The wrapper publishes that status. It is idempotent: wrapping twice
-  made the Text box stop syncing entirely in one measured run.
+  made the Text box stop syncing entirely in one measured run. While a ``%%pi`` run is active
+  (``cell_running``) it then publishes ``busy`` again under the running cell's request:
+  JupyterLab's status bar shows the last status it saw, and showed ``Idle`` after every click
+  or keystroke although the cell was still running.
 
 Nothing here imports ipykernel at module import time; the kernel object comes from the shell.
 """
@@ -27,6 +30,7 @@ from typing import Any
 MIN_INTERACTIVE_IPYKERNEL = (7, 4)
 
 _ACK_MARKER = "__pi_notebook_comm_ack__"
+_RUNNING_CELL = "_pi_notebook_running_cell"
 
 
 def parse_version(text: str) -> tuple[int, ...]:
@@ -143,6 +147,9 @@ def install_comm_ack(kernel: Any) -> bool:
         # and sends no busy/idle pair, which the widget frontend waits for before its next sync.
         if lock.locked():
             kernel._publish_status("idle", "shell", parent=msg)
+            cell = getattr(kernel, _RUNNING_CELL, None)
+            if cell is not None:  # the cell still runs: say so again, under its own request
+                kernel._publish_status("busy", "shell", parent=cell)
 
     def comm_msg_with_ack(stream: Any, ident: Any, msg: Any) -> Any:
         result = original(stream, ident, msg)
@@ -155,6 +162,30 @@ def install_comm_ack(kernel: Any) -> bool:
     comm_msg_with_ack.__wrapped__ = original  # type: ignore[attr-defined]
     handlers["comm_msg"] = comm_msg_with_ack
     return True
+
+
+def cell_running(kernel: Any) -> Callable[[], None]:
+    """Record the ``execute_request`` being handled as a cell whose ``%%pi`` run is active (call
+    on the main thread while the cell runs); returns the function that clears it."""
+    parent = _shell_parent(kernel) if kernel is not None else None
+    if parent is None:
+        return lambda: None
+    setattr(kernel, _RUNNING_CELL, parent)
+
+    def done() -> None:
+        if getattr(kernel, _RUNNING_CELL, None) is parent:
+            setattr(kernel, _RUNNING_CELL, None)
+
+    return done
+
+
+def _shell_parent(kernel: Any) -> dict[str, Any] | None:
+    try:
+        parent = kernel.get_parent("shell")
+    except Exception:
+        return None
+    header = parent.get("header") if isinstance(parent, dict) else None
+    return parent if isinstance(header, dict) and header.get("msg_type") == "execute_request" else None
 
 
 def uninstall_comm_ack(kernel: Any) -> None:

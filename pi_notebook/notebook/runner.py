@@ -43,7 +43,7 @@ from ..ai.abort import ABORT_MESSAGE, AbortSignal
 from ..ai.types import TextContent, UserMessage
 from .approval import ApprovalGate
 from .interrupts import MainThreadBridge, watch_sigint
-from .kernel_compat import get_kernel, install_comm_ack
+from .kernel_compat import cell_running, get_kernel, install_comm_ack
 from .options import MODEL_ENV, RunOptions, parse_options
 from .references import expand_references, format_references
 from .render import render_text
@@ -90,6 +90,7 @@ class PiRun:
         self.loop: asyncio.AbstractEventLoop | None = None
         self.start_index = 0
         self.finished = False
+        self._cell_done: Callable[[], None] = lambda: None
 
     def _conversation(self) -> Agent:
         o = self.options
@@ -134,6 +135,7 @@ class PiRun:
             kernel = get_kernel(self.shell)
             if kernel is not None:
                 install_comm_ack(kernel)
+                self._cell_done = cell_running(kernel)
             self.display_handle = _display(self.widget, display_id=True)
 
     async def execute(self, dispatch: Dispatch = run_here) -> None:
@@ -214,6 +216,7 @@ class PiRun:
 
     def finish(self) -> PiResult:
         """Freeze the output and set ``_pi`` (main thread, after the run)."""
+        self._cell_done()
         lines = [self.approval.notice] if self.approval.notice else []
         extra = len(lines)
         if self.aborted and self.view.state.stop_reason != "aborted":

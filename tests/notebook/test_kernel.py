@@ -179,6 +179,14 @@ faux.set_responses([tool_use('slow_step', {'seconds': 1.5}, 's1'), 'steered answ
     # ipywidgets frontend waits for before it syncs the next keystroke)
     assert sent["update"] in watch.idle_parents
     assert "[steer] go left" in watch.final_bundle()["text/plain"]
+    # ... and then said busy again under the cell's own request: JupyterLab's status bar shows
+    # the last status it saw, which read Idle after every click while the cell still ran.
+    statuses = [(state, parent) for _, state, parent in watch.statuses]
+    for comm in (sent["update"], sent["click"]):
+        after = statuses.index(("idle", comm))
+        assert statuses[after + 1] == ("busy", cell), statuses
+    assert statuses[-1] == ("idle", cell)
+    assert statuses[-2] == ("busy", cell)  # the last word before the cell ended: busy
 
 
 def test_kernel_interrupt_aborts_cleanly_and_the_next_cell_runs(k: Kernel) -> None:
