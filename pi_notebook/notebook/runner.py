@@ -6,7 +6,8 @@ Two entry points:
   the kernel's own loop, so ipykernel >= 7.4 handles Stop / Approve / Send clicks while the
   cell blocks, and Run All keeps its order. A kernel interrupt cancels the cell: the agent
   aborts cleanly (``stopReason "aborted"``, a complete event sequence), the output is frozen,
-  ``_pi`` is set, and the cell ends with ``KeyboardInterrupt`` like any interrupted cell.
+  ``_pi`` is set, and the cell ends with ``KeyboardInterrupt`` like any interrupted cell, shown
+  as one line (``RunInterrupted``).
 * ``run_pi_sync(line, body)``: the ``%%pi`` cell magic fallback (autoawait off, or
   ``run_cell_magic`` from code). It never waits for clicks: the agent runs on a private loop in
   a worker thread while this (main) thread serves the tools that must run here (``run_code``
@@ -55,6 +56,28 @@ from .tools import Dispatch, is_notebook_tool, run_here
 _display: Callable[..., Any] = _untyped_display
 
 _MARKER_LINE = re.compile(r"^\s*#\s*NBVAL_\w+.*$\n?", re.MULTILINE)
+
+
+INTERRUPTED = (
+    "Interrupted: the %%pi run was aborted. Its output above shows how far it got; "
+    "the conversation continues in the next cell."
+)
+
+
+class RunInterrupted(KeyboardInterrupt):
+    """How a ``%%pi`` cell ends after a kernel interrupt: an error, so Run All stops there, shown
+    as one line instead of a traceback through the runner (IPython renders an exception with
+    ``_render_traceback_`` through that method). Reported as ``KeyboardInterrupt`` (the
+    ``ename`` of the reply), which it is."""
+
+    def __init__(self, message: str = INTERRUPTED) -> None:
+        super().__init__(message)
+
+    def _render_traceback_(self) -> list[str]:
+        return [str(self)]
+
+
+RunInterrupted.__name__ = RunInterrupted.__qualname__ = "KeyboardInterrupt"
 
 
 def strip_markers(body: str) -> str:
@@ -311,7 +334,7 @@ async def run_pi(line: str, body: str) -> None:
     finally:
         run.finish()
     if run.interrupted:
-        raise KeyboardInterrupt
+        raise RunInterrupted
 
 
 def run_pi_sync(line: str, body: str, shell: Any = None) -> PiResult:
@@ -344,5 +367,5 @@ def run_pi_sync(line: str, body: str, shell: Any = None) -> PiResult:
     if failure:
         raise failure[0]
     if interrupted or run.interrupted:
-        raise KeyboardInterrupt
+        raise RunInterrupted
     return result

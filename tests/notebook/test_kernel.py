@@ -201,10 +201,14 @@ def test_kernel_interrupt_aborts_cleanly_and_the_next_cell_runs(k: Kernel) -> No
 
     watch = Watch(k).until_replies([cell], react)
     reply_at, reply = watch.replies[cell]
-    assert reply["status"] == "error"
+    assert reply["status"] == "error"  # Run All stops here
     assert reply["ename"] == "KeyboardInterrupt"
     assert reply_at - interrupted[0] < REACTION_S
     assert "Aborted: Request was aborted" in watch.final_bundle()["text/plain"]
+    # One line, not a traceback through the transformed cell and the runner.
+    [error] = watch.errors
+    assert error["traceback"] == [error["evalue"]]
+    assert error["evalue"].startswith("Interrupted: the %%pi run was aborted.")
     state = "_pi.stop_reason, pi_notebook.current().state.is_streaming, [m.role for m in _pi.messages]"
     assert value(k, state) == "aborted False ['user', 'assistant']"
     k.drain()
