@@ -42,7 +42,7 @@ from ..agent.types import (
 )
 from ..ai.abort import ABORT_MESSAGE, AbortSignal
 from ..ai.types import TextContent, UserMessage
-from .approval import ApprovalGate
+from .approval import STATE_CHANGING_TOOLS, ApprovalGate
 from .interrupts import MainThreadBridge, watch_sigint
 from .kernel_compat import cell_running, get_kernel, install_comm_ack
 from .options import MODEL_ENV, RunOptions, parse_options
@@ -101,6 +101,7 @@ class PiRun:
         self.message = UserMessage(content=content)
         self.mode = self.state.run_mode(awaited=awaited, text=self.options.text)
         self.approval = self.state.approval(self.options.approve, self.mode)
+        self.notices: list[str] = self._notices()
         self.widget: Any = None
         self.view: RunView = self._make_view()
         self.tools = self.state.tools
@@ -136,8 +137,19 @@ class PiRun:
             )
         return agent
 
+    def _notices(self) -> list[str]:
+        """Lines under the run that explain a setting: the approval policy (only when a tool it
+        gates is on), a ``--thinking`` level the model ignores (once per conversation and model)."""
+        lines: list[str] = []
+        if self.approval.notice and STATE_CHANGING_TOOLS.intersection(self.options.tools):
+            lines.append(self.approval.notice)
+        thinking = self.state.thinking_ignored(self.options.name, self.agent)
+        if thinking:
+            lines.append(thinking)
+        return lines
+
     def _make_view(self) -> RunView:
-        notice = self.approval.notice
+        notice = "\n".join(self.notices) or None
         if not self.mode.live:
             return StaticView(self.prompt, notice)
         from .widgets import LiveView, ViewControls
@@ -240,7 +252,7 @@ class PiRun:
     def finish(self) -> PiResult:
         """Freeze the output and set ``_pi`` (main thread, after the run)."""
         self._cell_done()
-        lines = [self.approval.notice] if self.approval.notice else []
+        lines = list(self.notices)
         extra = len(lines)
         if self.aborted and self.view.state.stop_reason != "aborted":
             lines.append(f"Aborted: {ABORT_MESSAGE}")  # stopped between turns: no aborted message

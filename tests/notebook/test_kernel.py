@@ -304,17 +304,21 @@ def test_status_reports_the_policy_each_client_gets(k: Kernel) -> None:
     capture = (
         "import contextlib, io\nbuf = io.StringIO()\n"
         "with contextlib.redirect_stdout(buf):\n    get_ipython().run_line_magic('pi', 'status')\n"
-        "status_text = [r[r.index('approve: '):] for r in buf.getvalue().splitlines() if 'approve: ' in r][0]"
+        "status_text = [r[r.index('approve: '):] for r in buf.getvalue().splitlines() if 'approve: ' in r][0]\n"
+        "controls_text = [r for r in buf.getvalue().splitlines() if r.startswith('controls: ')][0]"
     )
     k.run("%config PiMagics.approve = 'ask'")
     try:
         assert k.run(capture)["status"] == "ok"
         assert value(k, "status_text") == "approve: ask (configured 'ask')"
+        assert value(k, "controls_text") == "controls: active"
         cell = k.execute(capture, allow_stdin=False)  # what nbclient / nbval send
         assert Watch(k).until_replies([cell]).replies[cell][1]["status"] == "ok"
         assert value(k, "status_text") == (
             "approve: deny (configured 'ask', but headless run: the client sent the cell without "
             "stdin (nbclient, nbconvert, nbval, papermill))"
         )
+        # never "controls: active" next to "headless: yes"
+        assert value(k, "controls_text") == "controls: inactive: headless run, nobody can click"
     finally:
         k.run("%config PiMagics.approve = ''")
