@@ -43,8 +43,10 @@ from ..agent.types import (
 from ..ai.abort import ABORT_MESSAGE, AbortSignal
 from ..ai.types import TextContent, UserMessage
 from .approval import STATE_CHANGING_TOOLS, ApprovalGate
+from .errors import RunFailed, RunInterrupted, explain_error
 from .interrupts import MainThreadBridge, watch_sigint
 from .kernel_compat import cell_running, get_kernel, install_comm_ack
+from .model_request import RequestSettings, seed_notice
 from .options import MODEL_ENV, RunOptions, parse_options
 from .references import expand_references, format_references
 from .render import render_text
@@ -52,32 +54,11 @@ from .result import PiResult, run_result
 from .run_view import RunView, StaticView
 from .state import NotebookState, has_model, state_for
 from .tools import Dispatch, is_notebook_tool, run_here
+from .view import explain
 
 _display: Callable[..., Any] = _untyped_display
 
 _MARKER_LINE = re.compile(r"^\s*#\s*NBVAL_\w+.*$\n?", re.MULTILINE)
-
-
-INTERRUPTED = (
-    "Interrupted: the %%pi run was aborted. Its output above shows how far it got; "
-    "the conversation continues in the next cell."
-)
-
-
-class RunInterrupted(KeyboardInterrupt):
-    """How a ``%%pi`` cell ends after a kernel interrupt: an error, so Run All stops there, shown
-    as one line instead of a traceback through the runner (IPython renders an exception with
-    ``_render_traceback_`` through that method). Reported as ``KeyboardInterrupt`` (the
-    ``ename`` of the reply), which it is."""
-
-    def __init__(self, message: str = INTERRUPTED) -> None:
-        super().__init__(message)
-
-    def _render_traceback_(self) -> list[str]:
-        return [str(self)]
-
-
-RunInterrupted.__name__ = RunInterrupted.__qualname__ = "KeyboardInterrupt"
 
 
 def strip_markers(body: str) -> str:
@@ -102,6 +83,11 @@ class PiRun:
         self.mode = self.state.run_mode(awaited=awaited, text=self.options.text)
         self.approval = self.state.approval(self.options.approve, self.mode)
         self.notices: list[str] = self._notices()
+        raise_on_error = self.options.raise_on_error
+        self.raise_on_error = self.mode.headless.headless if raise_on_error is None else raise_on_error
+        self.requests = RequestSettings(
+            self.agent, temperature=self.options.temperature, seed=self.options.seed
+        )
         self.widget: Any = None
         self.view: RunView = self._make_view()
         self.tools = self.state.tools
@@ -144,9 +130,8 @@ class PiRun:
         if self.approval.notice and STATE_CHANGING_TOOLS.intersection(self.options.tools):
             lines.append(self.approval.notice)
         thinking = self.state.thinking_ignored(self.options.name, self.agent)
-        if thinking:
-            lines.append(thinking)
-        return lines
+        seed = seed_notice(self.options.seed, self.agent.state.model)
+        return lines + [line for line in (thinking, seed) if line]
 
     def _make_view(self) -> RunView:
         notice = "\n".join(self.notices) or None
@@ -192,15 +177,18 @@ class PiRun:
         agent.should_stop_after_turn = self._stop_hook(user_stop)
         unsubscribe = agent.subscribe(self._listener)
         self.start_index = len(agent.state.messages)
+        self.requests.install()
         try:
             if self.interrupted:  # interrupted before this loop existed (fallback): do not start
                 return
+            await self.requests.probe_local_server()
             await agent.prompt(self.message)
         except asyncio.CancelledError:
             self.interrupted = True
         finally:
             self.finished = True
             unsubscribe()
+            self.requests.restore()
             agent.before_tool_call, agent.should_stop_after_turn = user_before, user_stop
 
     def _listener(self, event: Any, signal: AbortSignal) -> None:
@@ -263,6 +251,9 @@ class PiRun:
             lines.append(f"Stopped after {limit} turn{'s' if limit != 1 else ''} (--max-turns {limit}).")
         if len(lines) > extra:
             self.view.set_notice("\n".join(lines))
+        explained = explain_error(self.view.state.error_message, self.agent.state.model)
+        if explained:
+            explain(self.view.state, explained)
         self.view.close()
         bundle = (
             {"text/plain": render_text(self.view.state)} if self.options.text else self.view.static_bundle()
@@ -284,6 +275,13 @@ class PiRun:
             conversation=self.options.name,
             model=f"{model.provider}:{model.id}",
         )
+
+    def check_failure(self, result: PiResult) -> None:
+        """Raise ``RunFailed`` after a run that ended in an error (not a Stop or an interrupt)
+        when ``raise_on_error`` is on; the output is already drawn."""
+        if self.raise_on_error and result.stop_reason == "error" and not self.aborted:
+            shown = self.view.state.error_message or result.error_message or "unknown error"
+            raise RunFailed(shown, headless=self.mode.headless.headless)
 
     def started(self) -> None:
         """Tell the shell's state (and its observers) that the run begins (main thread)."""
@@ -344,9 +342,10 @@ async def run_pi(line: str, body: str) -> None:
         with watch_sigint():
             await run.execute()
     finally:
-        run.finish()
+        result = run.finish()
     if run.interrupted:
         raise RunInterrupted
+    run.check_failure(result)
 
 
 def run_pi_sync(line: str, body: str, shell: Any = None) -> PiResult:
@@ -380,4 +379,5 @@ def run_pi_sync(line: str, body: str, shell: Any = None) -> PiResult:
         raise failure[0]
     if interrupted or run.interrupted:
         raise RunInterrupted
+    run.check_failure(result)
     return result

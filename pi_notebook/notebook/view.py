@@ -47,6 +47,7 @@ __all__ = [
     "ViewState",
     "activity",
     "content_to_text",
+    "explain",
     "mark_approval",
     "mark_queued",
     "reduce",
@@ -597,6 +598,14 @@ def mark_queued(state: ViewState, kind: QueueKind, text: str) -> ViewState:
 
 def set_notice(state: ViewState, text: str) -> ViewState:
     state.notice = text
+    state.rev += 1
+    return state
+
+
+def explain(state: ViewState, error_message: str) -> ViewState:
+    """Show the run's error as ``error_message``, a clearer version written for the user (the
+    transcript keeps the provider's own text)."""
+    state.error_message = error_message
     state.rev += 1
     return state
 

@@ -304,8 +304,9 @@ def test_status_reports_the_policy_each_client_gets(k: Kernel) -> None:
     capture = (
         "import contextlib, io\nbuf = io.StringIO()\n"
         "with contextlib.redirect_stdout(buf):\n    get_ipython().run_line_magic('pi', 'status')\n"
-        "status_text = [r[r.index('approve: '):] for r in buf.getvalue().splitlines() if 'approve: ' in r][0]\n"
-        "controls_text = [r for r in buf.getvalue().splitlines() if r.startswith('controls: ')][0]"
+        "lines = buf.getvalue().splitlines()\n"
+        "status_text = [r[r.index('approve: '):] for r in lines if 'approve: ' in r][0]\n"
+        "controls_text = [r for r in lines if r.startswith('controls: ')][0]"
     )
     k.run("%config PiMagics.approve = 'ask'")
     try:
@@ -322,3 +323,35 @@ def test_status_reports_the_policy_each_client_gets(k: Kernel) -> None:
         assert value(k, "controls_text") == "controls: inactive: headless run, nobody can click"
     finally:
         k.run("%config PiMagics.approve = ''")
+
+
+def test_a_failing_pi_cell_fails_a_headless_notebook(tmp_path: Path) -> None:
+    """nbconvert, papermill and CI must not exit 0 when a %%pi run ends in an error: the
+    output is drawn, then the cell raises, and nbclient stops with that error."""
+    nbformat = pytest.importorskip("nbformat")
+    nbclient = pytest.importorskip("nbclient")
+    from nbclient.exceptions import CellExecutionError
+
+    port_probe = (
+        "import socket\ns = socket.socket(); s.bind(('127.0.0.1', 0)); port = s.getsockname()[1]; s.close()"
+    )
+    sources = [
+        SETUP + port_probe + "\nimport os\nos.environ['LLAMA_CPP_BASE_URL'] = f'http://127.0.0.1:{port}'",
+        "%%pi --model llama.cpp:tiny --tools none\nIs anyone there?",
+        "print('never reached')",
+    ]
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(s) for s in sources])
+    specs = KernelSpecManager(kernel_dirs=[str(write_kernelspec(tmp_path))])
+    km = KernelManager(kernel_name=KERNEL_NAME, kernel_spec_manager=specs)
+    with pytest.raises(CellExecutionError) as failure:
+        nbclient.NotebookClient(nb, km=km, timeout=60).execute()
+    message = str(failure.value)
+    assert "RunFailed" in message
+    assert "The %%pi run ended with an error: Cannot connect to http://127.0.0.1:" in message
+    assert "Is the llama.cpp server running? Set LLAMA_CPP_BASE_URL to its address." in message
+    drawn, error = nb.cells[1].outputs
+    assert drawn.output_type == "display_data"  # the run's output is there before the error
+    assert "Error: Cannot connect to" in drawn.data["text/plain"]
+    assert error.output_type == "error"
+    assert error.ename == "RunFailed"
+    assert nb.cells[2].outputs == []

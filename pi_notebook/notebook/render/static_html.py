@@ -15,10 +15,10 @@ import re
 from functools import lru_cache
 
 from markdown_it import MarkdownIt
+from markdown_it.common.utils import escapeHtml
 from markdown_it.renderer import RendererHTML
 from markdown_it.rules_core import StateCore
 from markdown_it.token import Token
-from markdown_it.common.utils import escapeHtml
 from markdown_it.utils import EnvType, OptionsDict
 
 from ..view import Footer, TextBlock, ThinkingBlock, ToolCard, UserItem, ViewState
@@ -106,7 +106,9 @@ _LONE_DOLLAR = re.compile(r"(?<!\$)\$(?!\$)")
 _KEPT_DOLLAR = f'<span class="{NO_MATH}">$</span>'
 
 
-def _render_text(renderer: RendererHTML, tokens: list[Token], idx: int, options: OptionsDict, env: EnvType) -> str:
+def _render_text(
+    renderer: RendererHTML, tokens: list[Token], idx: int, options: OptionsDict, env: EnvType
+) -> str:
     """Text with each lone ``$`` in a span MathJax skips; ``$$...$$`` stays for MathJax."""
     escaped = escapeHtml(tokens[idx].content)
     return _LONE_DOLLAR.sub(_KEPT_DOLLAR, escaped) if "$" in escaped else escaped
