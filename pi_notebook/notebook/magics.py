@@ -48,6 +48,9 @@ HELP = """\
   --name NAME             use (or create) the conversation NAME
   --text                  plain-text output, no widgets
   --max-turns N           stop after N model turns
+  --temperature T         sampling temperature (0 to 2), e.g. 0 for reproducible answers
+  --seed N                sampling seed (OpenAI-compatible chat completions only)
+  --[no-]raise-on-error   raise after a run that ended in an error (default: headless runs)
   $`expr` in the prompt attaches a bounded summary of a kernel value.
 
 %pi [--name NAME] SUBCOMMAND

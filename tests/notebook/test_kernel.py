@@ -189,6 +189,31 @@ faux.set_responses([tool_use('slow_step', {'seconds': 1.5}, 's1'), 'steered answ
     assert statuses[-2] == ("busy", cell)  # the last word before the cell ended: busy
 
 
+def test_the_status_stays_busy_after_control_requests_during_a_run(k: Kernel) -> None:
+    """JupyterLab's widget manager sends a ``create_subshell_request`` on the control channel
+    when the live view appears; its ``idle`` turned the status bar to Idle for the whole run."""
+    k.run("faux.set_responses(['quiet answer ' * 8])")  # ~1.5 s
+    cell = k.execute("%%pi --model faux:faux-1 --tools none\nanswer quietly")
+    sent: dict[str, str] = {}
+
+    def react(watch: Watch, msg: dict[str, Any]) -> None:
+        if not sent and watch.find("ButtonModel", description="Stop"):
+            request = k.kc.session.msg("kernel_info_request", {})
+            k.kc.control_channel.send(request)
+            sent["control"] = request["header"]["msg_id"]
+
+    watch = Watch(k).until_replies([cell], react)
+    statuses = [(state, parent) for _, state, parent in watch.statuses]
+    after = statuses.index(("idle", sent["control"]))
+    assert statuses[after + 1] == ("busy", cell), statuses
+    assert statuses[-1] == ("idle", cell)
+    assert k.run("1")["status"] == "ok"
+    k.drain()
+    idle_only = k.execute("x_after = 1")  # no run active: nothing is added
+    watch = Watch(k).until_replies([idle_only])
+    assert [s for _, s, p in watch.statuses if p == idle_only] == ["busy", "idle"]
+
+
 def test_kernel_interrupt_aborts_cleanly_and_the_next_cell_runs(k: Kernel) -> None:
     k.run(f"faux.set_responses([{LONG_TEXT!r}, 'after the interrupt'])")
     cell = k.execute("%%pi --model faux:faux-1\ntalk until interrupted")
