@@ -45,7 +45,6 @@ __all__ = [
     "ToolStatus",
     "UserItem",
     "ViewState",
-    "activity",
     "content_to_text",
     "explain",
     "mark_approval",
@@ -188,6 +187,8 @@ class ViewState:
     error_message: str | None = None
     notice: str = ""
     finished: bool = False
+    streaming: bool = False
+    """The model has sent part of its current message (until that message ends)."""
     queued: list[QueuedMessage] = field(default_factory=list)
     """Messages sent through this view's Send/Queue that the agent has not injected yet."""
     rev: int = 0
@@ -198,8 +199,6 @@ class ViewState:
     _first_ts: int | None = field(default=None, repr=False)
     _last_ts: int | None = field(default=None, repr=False)
     _clock_elapsed: bool = field(default=False, repr=False)
-    _streaming: bool = field(default=False, repr=False)
-    """The model has sent a block of the current message (until that message ends)."""
 
     def tool_card(self, tool_call_id: str) -> ToolCard | None:
         return self._cards.get(tool_call_id)
@@ -371,8 +370,8 @@ def _on_message_update(state: ViewState, event: MessageUpdateEvent) -> None:
     handler = _BLOCK_HANDLERS.get(inner.type)
     if handler is not None:
         handler(state, inner)
-        if not state._streaming:
-            state._streaming = True
+        if not state.streaming:
+            state.streaming = True
             state.rev += 1
 
 
@@ -382,7 +381,7 @@ def _on_message_update(state: ViewState, event: MessageUpdateEvent) -> None:
 def _on_message_start(state: ViewState, event: MessageStartEvent) -> None:
     if getattr(event.message, "role", None) == "assistant":
         state._blocks = {}
-        state._streaming = False
+        state.streaming = False
 
 
 def _reconcile_block(state: ViewState, index: int, block: Any) -> None:
@@ -428,7 +427,7 @@ def _end_assistant(state: ViewState, message: Any) -> None:
     state.stop_reason = getattr(message, "stop_reason", None)
     state.error_message = getattr(message, "error_message", None)
     state._blocks = {}
-    state._streaming = False
+    state.streaming = False
 
 
 def _end_user(state: ViewState, message: Any) -> None:
@@ -510,7 +509,7 @@ def _on_tool_end(state: ViewState, event: ToolExecutionEndEvent) -> None:
 
 def _on_turn_start(state: ViewState, event: Any) -> None:
     state.footer.turns += 1
-    state._streaming = False
+    state.streaming = False
     state.rev += 1
 
 
@@ -559,21 +558,6 @@ def reduce(state: ViewState, event: AgentEvent) -> ViewState:
     if handler is not None:
         handler(state, event)
     return state
-
-
-def activity(state: ViewState) -> str:
-    """What a running view waits for, for the footer: ``waiting for approval``, ``running
-    list_variables``, ``waiting for the model`` (no output yet: a slow prompt, a server holding
-    back tokens), ``writing`` (the model streams); empty once the run has ended."""
-    if state.finished:
-        return ""
-    cards = [item for item in state.items if isinstance(item, ToolCard)]
-    if any(card.status == "pending_approval" for card in cards):
-        return "waiting for approval"
-    running = list(dict.fromkeys(card.name or "a tool" for card in cards if card.status == "running"))
-    if running:
-        return "running " + ", ".join(running)
-    return "writing" if state._streaming else "waiting for the model"
 
 
 # --- changes that do not come from agent events ------------------------------------------------

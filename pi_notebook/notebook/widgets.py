@@ -6,7 +6,7 @@ updates are coalesced to at most ``max_rate_hz`` per second whatever the token r
 flushed at once on block ends, tool start/end, message and turn ends and ``agent_end``, so the
 transcript never lags behind a structural change. A timer on the running loop draws the last
 few tokens when a stream pauses between frames, and a slow tick (1 Hz) keeps the elapsed time
-and what the run waits for (``view.activity``) moving while the model is silent. Per-item
+and what the run waits for (``render.activity``) moving while the model is silent. Per-item
 widgets live in ``widgets_cards``.
 
 Button callbacks run on the kernel's event loop (ipykernel >= 7.4 handles comms while an
@@ -33,7 +33,6 @@ from .view import (
     ThinkingBlock,
     ToolCard,
     ViewState,
-    activity,
     mark_approval,
     mark_queued,
     reduce,
@@ -220,7 +219,7 @@ class LiveView:
         set_value(self._queued, render.line_html("pi-queued", render.queued_text(state)))
         set_value(self._error, render.line_html("pi-error", render.end_text(state)))
         set_value(self._notice, render.line_html("pi-notice", state.notice))
-        set_value(self._footer, render.footer_html(state.footer, activity(state)))
+        set_value(self._footer, render.footer_html(state.footer, render.activity(state)))
 
     def _arm_timer(self) -> None:
         if self._timer is not None:

@@ -34,6 +34,7 @@ from .static_html import (
 )
 from .text import (
     MAX_SHOWN,
+    activity,
     end_text,
     footer_text,
     format_args,
@@ -49,6 +50,7 @@ __all__ = [
     "MAX_SHOWN",
     "NO_MATH",
     "SAFE_SCHEMES",
+    "activity",
     "details_html",
     "end_text",
     "footer_html",

@@ -15,6 +15,7 @@ from ..view import FINAL_STATUSES, Footer, TextBlock, ThinkingBlock, ToolCard, U
 
 __all__ = [
     "MAX_SHOWN",
+    "activity",
     "clip",
     "end_text",
     "footer_text",
@@ -108,6 +109,21 @@ def footer_text(footer: Footer, activity: str = "") -> str:
     if activity:
         parts.append(activity)
     return " · ".join(parts)
+
+
+def activity(state: ViewState) -> str:
+    """What a running view waits for, for the footer: ``waiting for approval``, ``running
+    list_variables``, ``waiting for the model`` (no output yet: a slow prompt, a server holding
+    back tokens), ``writing`` (the model streams); empty once the run has ended."""
+    if state.finished:
+        return ""
+    cards = [item for item in state.items if isinstance(item, ToolCard)]
+    if any(card.status == "pending_approval" for card in cards):
+        return "waiting for approval"
+    running = list(dict.fromkeys(card.name or "a tool" for card in cards if card.status == "running"))
+    if running:
+        return "running " + ", ".join(running)
+    return "writing" if state.streaming else "waiting for the model"
 
 
 def end_text(state: ViewState) -> str:
