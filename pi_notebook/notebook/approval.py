@@ -131,7 +131,10 @@ def resolve_policy(
         return ApprovalSetup(policy, f"Headless run: approvals follow --approve {policy}; {how}{hint}.")
     if not can_ask:
         why = inactive_reason or "Controls inactive: nobody can click Approve in this run."
-        return ApprovalSetup(policy, f"{why} Approvals follow --approve {policy}: {how}.")
+        follows = (
+            "--approve ask became deny" if requested == "ask" else f"Approvals follow --approve {policy}"
+        )
+        return ApprovalSetup(policy, f"{why} {follows}: {how}.")
     return ApprovalSetup(policy, None)
 
 

@@ -55,6 +55,16 @@ def test_headless_ask_says_it_became_deny_and_why(
     ) in plain(captured)
 
 
+def test_ask_where_nobody_can_click_says_it_became_deny(ip: Any, faux: FauxRegistration) -> None:
+    ip.autoawait = False  # the plain cell magic: nothing answers a click
+    faux.set_responses(["a"])
+    _, captured = pi(ip, f"{MODEL} --approve ask", "q")
+    assert (
+        "so nothing answers a click. --approve ask became deny: insert_cell, run_code, set_variable "
+        "are blocked."
+    ) in plain(captured)
+
+
 def test_the_approval_notice_appears_only_when_a_gated_tool_is_on(
     ip: Any, faux: FauxRegistration, monkeypatch: pytest.MonkeyPatch
 ) -> None:
