@@ -201,7 +201,9 @@ async def open_stream(
         try:
             response = await client.send(request, stream=True)
         except httpx.TransportError as exc:
-            error = ProviderError(None, f"Connection error: {exc!s}" if str(exc) else "Connection error")
+            # The exception type says what failed (ConnectError: refused, ReadTimeout, ...).
+            detail = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+            error = ProviderError(None, f"Connection error: {detail}")
         else:
             if response.status_code < 300:
                 return response

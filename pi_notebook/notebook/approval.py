@@ -122,10 +122,19 @@ def resolve_policy(
     how = f"{blocked} are blocked" if policy == "deny" else f"{blocked} run without asking"
     if headless.headless:
         hint = " (pass --approve auto to allow them)" if policy == "deny" else ""
+        if requested == "ask":  # the user asked for buttons: say why there are none
+            return ApprovalSetup(
+                policy,
+                f"Headless run ({headless.reason}): --approve ask became deny, since nobody can "
+                f"click Approve; {how}{hint}.",
+            )
         return ApprovalSetup(policy, f"Headless run: approvals follow --approve {policy}; {how}{hint}.")
     if not can_ask:
         why = inactive_reason or "Controls inactive: nobody can click Approve in this run."
-        return ApprovalSetup(policy, f"{why} Approvals follow --approve {policy}: {how}.")
+        follows = (
+            "--approve ask became deny" if requested == "ask" else f"Approvals follow --approve {policy}"
+        )
+        return ApprovalSetup(policy, f"{why} {follows}: {how}.")
     return ApprovalSetup(policy, None)
 
 

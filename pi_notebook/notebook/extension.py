@@ -3,9 +3,10 @@
 Why a transformer: IPython calls cell magics synchronously, so a ``%%pi`` magic could not
 await the agent, and the kernel handles widget messages (Stop, Approve, steering) during a
 cell only while that cell *awaits* (ipykernel >= 7.4). The transformer rewrites a cell whose
-first token is exactly ``%%pi`` into one top-level ``await`` of
-``pi_notebook.notebook.runner.run_pi(line, body)``, so the cell blocks until the run ends
-(Run All and nbval keep their order) while comms are handled.
+first token is exactly ``%%pi`` into one top-level ``await _pi_run(line, body)``, so the cell
+blocks until the run ends (Run All and nbval keep their order) while comms are handled.
+``_pi_run`` is ``runner.run_pi``, (re)bound in the user namespace (hidden from ``%who``) each
+time the transformer emits a call to it: a traceback or ``In[n]`` then reads as what it is.
 
 Rules: comment lines (and blank lines) may precede ``%%pi``; ``%%pi_sync`` or ``%%pie`` are
 left alone; with autoawait off, or a non-asyncio loop runner, the cell becomes a plain call of
@@ -23,13 +24,13 @@ from typing import Any
 
 from .kernel_compat import can_await, get_kernel, install_comm_ack, uninstall_comm_ack
 from .magics import PiMagics
+from .runner import run_pi
 from .state import state_for
 
 _MARKER = "__pi_notebook_transformer__"
-_AWAIT_CALL = (
-    "await __import__('pi_notebook.notebook.runner', fromlist=['run_pi']).run_pi({line!r}, {body!r})\n"
-)
-_SYNC_CALL = "__import__('IPython').get_ipython().run_cell_magic('pi', {line!r}, {body!r})\n"
+RUN_NAME = "_pi_run"
+_AWAIT_CALL = "await " + RUN_NAME + "({line!r}, {body!r})\n"
+_SYNC_CALL = "get_ipython().run_cell_magic('pi', {line!r}, {body!r})\n"
 
 
 def split_pi_cell(lines: list[str]) -> tuple[str, str] | None:
@@ -56,8 +57,11 @@ def make_transformer(shell: Any) -> Any:
         if found is None:
             return lines
         line, body = found
-        template = _AWAIT_CALL if can_await(shell) else _SYNC_CALL
-        return [template.format(line=line, body=body)]
+        if not can_await(shell):
+            return [_SYNC_CALL.format(line=line, body=body)]
+        shell.user_ns[RUN_NAME] = run_pi  # a %reset or the user may have removed it
+        shell.user_ns_hidden[RUN_NAME] = run_pi
+        return [_AWAIT_CALL.format(line=line, body=body)]
 
     setattr(pi_transformer, _MARKER, True)
     return pi_transformer

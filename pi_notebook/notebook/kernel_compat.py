@@ -11,7 +11,12 @@ Owns four decisions:
 * the guarded ``comm_msg`` wrapper: ipykernel 7.4 publishes no ``status: idle`` for comms it
   handles concurrently, and the ipywidgets frontend then stops syncing a ``Text`` widget after
   its first keystroke. The wrapper publishes that status. It is idempotent: wrapping twice
-  made the Text box stop syncing entirely in one measured run.
+  made the Text box stop syncing entirely in one measured run;
+* keeping the status ``busy`` while a ``%%pi`` run is active (``cell_running``): JupyterLab's
+  status bar shows the last status it saw, and showed ``Idle`` after every click or keystroke
+  (the wrapper's idle) and after the widget frontend's ``create_subshell_request`` on the
+  control channel, although the cell was still running. Every ``idle`` published for another
+  request while the cell runs is followed by ``busy`` under the cell's own request.
 
 Nothing here imports ipykernel at module import time; the kernel object comes from the shell.
 """
@@ -27,6 +32,8 @@ from typing import Any
 MIN_INTERACTIVE_IPYKERNEL = (7, 4)
 
 _ACK_MARKER = "__pi_notebook_comm_ack__"
+_RUNNING_CELL = "_pi_notebook_running_cell"
+_BUSY_MARKER = "__pi_notebook_keep_busy__"
 
 
 def parse_version(text: str) -> tuple[int, ...]:
@@ -133,6 +140,7 @@ def install_comm_ack(kernel: Any) -> bool:
     current = handlers.get("comm_msg")
     if current is None:
         return False
+    _keep_busy(kernel)
     if getattr(current, _ACK_MARKER, False):
         return True
     original: Callable[..., Any] = current
@@ -157,6 +165,62 @@ def install_comm_ack(kernel: Any) -> bool:
     return True
 
 
+def _keep_busy(kernel: Any) -> None:
+    """Follow every ``idle`` of another request by ``busy`` under the running cell (idempotent;
+    does nothing while no ``%%pi`` run is active)."""
+    publish = getattr(kernel, "_publish_status", None)
+    if publish is None or getattr(publish, _BUSY_MARKER, False):
+        return
+
+    def publish_status(status: str, channel: str, parent: Any = None) -> None:
+        publish(status, channel, parent)
+        cell = getattr(kernel, _RUNNING_CELL, None)
+        if status != "idle" or cell is None:
+            return
+        shown = parent if parent is not None else _parent_of(kernel, channel)
+        if _msg_id(shown) != _msg_id(cell):
+            publish("busy", "shell", cell)
+
+    setattr(publish_status, _BUSY_MARKER, True)
+    kernel._publish_status = publish_status
+
+
+def _parent_of(kernel: Any, channel: str) -> Any:
+    try:
+        return kernel.get_parent(channel)
+    except Exception:
+        return None
+
+
+def _msg_id(msg: Any) -> Any:
+    header = msg.get("header") if isinstance(msg, dict) else None
+    return header.get("msg_id") if isinstance(header, dict) else None
+
+
+def cell_running(kernel: Any) -> Callable[[], None]:
+    """Record the ``execute_request`` being handled as a cell whose ``%%pi`` run is active (call
+    on the main thread while the cell runs); returns the function that clears it."""
+    parent = _shell_parent(kernel) if kernel is not None else None
+    if parent is None:
+        return lambda: None
+    setattr(kernel, _RUNNING_CELL, parent)
+
+    def done() -> None:
+        if getattr(kernel, _RUNNING_CELL, None) is parent:
+            setattr(kernel, _RUNNING_CELL, None)
+
+    return done
+
+
+def _shell_parent(kernel: Any) -> dict[str, Any] | None:
+    try:
+        parent = kernel.get_parent("shell")
+    except Exception:
+        return None
+    header = parent.get("header") if isinstance(parent, dict) else None
+    return parent if isinstance(header, dict) and header.get("msg_type") == "execute_request" else None
+
+
 def uninstall_comm_ack(kernel: Any) -> None:
     """Restore the original ``comm_msg`` handler if ours is still the installed one."""
     if kernel is None:
@@ -164,6 +228,8 @@ def uninstall_comm_ack(kernel: Any) -> None:
     current = kernel.shell_handlers.get("comm_msg")
     if current is not None and getattr(current, _ACK_MARKER, False):
         kernel.shell_handlers["comm_msg"] = current.__wrapped__
+    if getattr(getattr(kernel, "_publish_status", None), _BUSY_MARKER, False):
+        del kernel._publish_status  # the class's own method again
 
 
 def comm_ack_installed(kernel: Any) -> bool:

@@ -19,7 +19,8 @@ from IPython.core.magic import Magics, magics_class, no_var_expand
 from ..agent import Agent
 from ..ai.models import THINKING_LEVELS
 from ..ai.types import ThinkingLevel
-from .kernel_compat import can_await, inactive_controls_reason
+from .approval import RunMode
+from .kernel_compat import can_await
 from .options import DEFAULT_NAME, MODEL_ENV, PARSER, PiConfig, model_option
 from .references import truncate
 from .result import sum_usage
@@ -47,6 +48,9 @@ HELP = """\
   --name NAME             use (or create) the conversation NAME
   --text                  plain-text output, no widgets
   --max-turns N           stop after N model turns
+  --temperature T         sampling temperature (0 to 2), e.g. 0 for reproducible answers
+  --seed N                sampling seed (OpenAI-compatible chat completions only)
+  --[no-]raise-on-error   raise after a run that ended in an error (default: headless runs)
   $`expr` in the prompt attaches a bounded summary of a kernel value.
 
 %pi [--name NAME] SUBCOMMAND
@@ -151,10 +155,19 @@ def _status_cmd(magics: PiMagics, name: str | None, rest: str) -> None:
         f"tokens: {usage.input} in, {usage.output} out; cost: ${usage.cost.total:.4f}",
         f"tools: {magics.tools}",
         f"approve: {state.explain_approval(mode)}",
-        f"controls: {inactive_controls_reason(magics.shell) or 'active'}",
+        f"controls: {controls_line(mode)}",
         f"headless: {'yes' if headless.headless else 'no'} ({headless.reason})",
     ]
     print("\n".join(lines))
+
+
+def controls_line(mode: RunMode) -> str:
+    """Whether Stop / Approve / steering work for a cell of this client, and why not."""
+    if mode.can_ask:
+        return "active"
+    if mode.headless.headless:
+        return "inactive: headless run, nobody can click"
+    return (mode.reason or "inactive").replace("Controls inactive: ", "inactive: ", 1)
 
 
 def history_line(message: Any) -> str:

@@ -18,7 +18,7 @@ from typing import Any, cast
 
 from IPython.core.error import UsageError
 from IPython.core.magic_arguments import MagicArgumentParser
-from traitlets import Bool, CaselessStrEnum, Int, Unicode, validate
+from traitlets import Bool, CaselessStrEnum, Float, Int, Unicode, validate
 from traitlets.config import Configurable
 
 from ..ai.models import THINKING_LEVELS
@@ -82,6 +82,15 @@ class PiConfig(Configurable):
     ).tag(config=True)
     max_turns = Int(0, help="Default --max-turns (0: no limit).").tag(config=True)
     text = Bool(False, help="Plain-text output by default (no widgets).").tag(config=True)
+    raise_on_error = Bool(
+        None,
+        allow_none=True,
+        help="Raise after rendering a run that ended in an error (not a user's Stop), so nbconvert, "
+        "papermill and CI fail. None (default): raise in headless runs only.",
+    ).tag(config=True)
+    temperature = Float(
+        None, allow_none=True, help="Default --temperature (None: the provider's default)."
+    ).tag(config=True)
 
     @classmethod
     def section_names(cls) -> list[str]:
@@ -118,6 +127,15 @@ def _parser() -> MagicArgumentParser:
     add("--name", help="conversation name")
     add("--text", action="store_true", help="plain-text output, no widgets")
     add("--max-turns", type=int, dest="max_turns", help="stop after N model turns")
+    add("--temperature", type=float, help="sampling temperature, e.g. 0 for reproducible answers")
+    add("--seed", type=int, help="sampling seed, where the model's API has one")
+    add(
+        "--raise-on-error",
+        action=argparse.BooleanOptionalAction,
+        dest="raise_on_error",
+        default=None,
+        help="raise after a run that ended in an error (default: in headless runs)",
+    )
     return parser
 
 
@@ -153,6 +171,14 @@ class RunOptions:
         if max_turns is not None and max_turns < 1:
             raise UsageError(f"--max-turns must be a positive integer, got {max_turns}")
         self.max_turns: int | None = max_turns
+        temperature = ns.temperature if ns.temperature is not None else config.temperature
+        if temperature is not None and not 0 <= temperature <= 2:
+            raise UsageError(f"--temperature must be between 0 and 2, got {temperature}")
+        self.temperature: float | None = temperature
+        self.seed: int | None = ns.seed
+        self.raise_on_error: bool | None = (
+            ns.raise_on_error if ns.raise_on_error is not None else config.raise_on_error
+        )
 
 
 def parse_options(line: str, config: PiConfig) -> RunOptions:

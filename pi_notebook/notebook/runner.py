@@ -6,7 +6,8 @@ Two entry points:
   the kernel's own loop, so ipykernel >= 7.4 handles Stop / Approve / Send clicks while the
   cell blocks, and Run All keeps its order. A kernel interrupt cancels the cell: the agent
   aborts cleanly (``stopReason "aborted"``, a complete event sequence), the output is frozen,
-  ``_pi`` is set, and the cell ends with ``KeyboardInterrupt`` like any interrupted cell.
+  ``_pi`` is set, and the cell ends with ``KeyboardInterrupt`` like any interrupted cell, shown
+  as one line (``RunInterrupted``).
 * ``run_pi_sync(line, body)``: the ``%%pi`` cell magic fallback (autoawait off, or
   ``run_cell_magic`` from code). It never waits for clicks: the agent runs on a private loop in
   a worker thread while this (main) thread serves the tools that must run here (``run_code``
@@ -41,9 +42,11 @@ from ..agent.types import (
 )
 from ..ai.abort import ABORT_MESSAGE, AbortSignal
 from ..ai.types import TextContent, UserMessage
-from .approval import ApprovalGate
+from .approval import STATE_CHANGING_TOOLS, ApprovalGate
+from .errors import RunFailed, RunInterrupted, explain_error
 from .interrupts import MainThreadBridge, watch_sigint
-from .kernel_compat import get_kernel, install_comm_ack
+from .kernel_compat import cell_running, get_kernel, install_comm_ack
+from .model_request import RequestSettings, seed_notice
 from .options import MODEL_ENV, RunOptions, parse_options
 from .references import expand_references, format_references
 from .render import render_text
@@ -51,6 +54,7 @@ from .result import PiResult, run_result
 from .run_view import RunView, StaticView
 from .state import NotebookState, has_model, state_for
 from .tools import Dispatch, is_notebook_tool, run_here
+from .view import explain
 
 _display: Callable[..., Any] = _untyped_display
 
@@ -78,6 +82,12 @@ class PiRun:
         self.message = UserMessage(content=content)
         self.mode = self.state.run_mode(awaited=awaited, text=self.options.text)
         self.approval = self.state.approval(self.options.approve, self.mode)
+        self.notices: list[str] = self._notices()
+        raise_on_error = self.options.raise_on_error
+        self.raise_on_error = self.mode.headless.headless if raise_on_error is None else raise_on_error
+        self.requests = RequestSettings(
+            self.agent, temperature=self.options.temperature, seed=self.options.seed
+        )
         self.widget: Any = None
         self.view: RunView = self._make_view()
         self.tools = self.state.tools
@@ -90,6 +100,7 @@ class PiRun:
         self.loop: asyncio.AbstractEventLoop | None = None
         self.start_index = 0
         self.finished = False
+        self._cell_done: Callable[[], None] = lambda: None
 
     def _conversation(self) -> Agent:
         o = self.options
@@ -112,8 +123,18 @@ class PiRun:
             )
         return agent
 
+    def _notices(self) -> list[str]:
+        """Lines under the run that explain a setting: the approval policy (only when a tool it
+        gates is on), a ``--thinking`` level the model ignores (once per conversation and model)."""
+        lines: list[str] = []
+        if self.approval.notice and STATE_CHANGING_TOOLS.intersection(self.options.tools):
+            lines.append(self.approval.notice)
+        thinking = self.state.thinking_ignored(self.options.name, self.agent)
+        seed = seed_notice(self.options.seed, self.agent.state.model)
+        return lines + [line for line in (thinking, seed) if line]
+
     def _make_view(self) -> RunView:
-        notice = self.approval.notice
+        notice = "\n".join(self.notices) or None
         if not self.mode.live:
             return StaticView(self.prompt, notice)
         from .widgets import LiveView, ViewControls
@@ -134,6 +155,7 @@ class PiRun:
             kernel = get_kernel(self.shell)
             if kernel is not None:
                 install_comm_ack(kernel)
+                self._cell_done = cell_running(kernel)
             self.display_handle = _display(self.widget, display_id=True)
 
     async def execute(self, dispatch: Dispatch = run_here) -> None:
@@ -157,15 +179,18 @@ class PiRun:
         agent.should_stop_after_turn = self._stop_hook(user_stop)
         unsubscribe = agent.subscribe(self._listener)
         self.start_index = len(agent.state.messages)
+        self.requests.install()
         try:
             if self.interrupted:  # interrupted before this loop existed (fallback): do not start
                 return
+            await self.requests.probe_local_server()
             await agent.prompt(self.message)
         except asyncio.CancelledError:
             self.interrupted = True
         finally:
             self.finished = True
             unsubscribe()
+            self.requests.restore()
             agent.before_tool_call, agent.should_stop_after_turn = user_before, user_stop
 
     def _listener(self, event: Any, signal: AbortSignal) -> None:
@@ -216,7 +241,8 @@ class PiRun:
 
     def finish(self) -> PiResult:
         """Freeze the output and set ``_pi`` (main thread, after the run)."""
-        lines = [self.approval.notice] if self.approval.notice else []
+        self._cell_done()
+        lines = list(self.notices)
         extra = len(lines)
         if self.aborted and self.view.state.stop_reason != "aborted":
             lines.append(f"Aborted: {ABORT_MESSAGE}")  # stopped between turns: no aborted message
@@ -227,6 +253,9 @@ class PiRun:
             lines.append(f"Stopped after {limit} turn{'s' if limit != 1 else ''} (--max-turns {limit}).")
         if len(lines) > extra:
             self.view.set_notice("\n".join(lines))
+        explained = explain_error(self.view.state.error_message, self.agent.state.model)
+        if explained:
+            explain(self.view.state, explained)
         self.view.close()
         bundle = (
             {"text/plain": render_text(self.view.state)} if self.options.text else self.view.static_bundle()
@@ -248,6 +277,13 @@ class PiRun:
             conversation=self.options.name,
             model=f"{model.provider}:{model.id}",
         )
+
+    def check_failure(self, result: PiResult) -> None:
+        """Raise ``RunFailed`` after a run that ended in an error (not a Stop or an interrupt)
+        when ``raise_on_error`` is on; the output is already drawn."""
+        if self.raise_on_error and result.stop_reason == "error" and not self.aborted:
+            shown = self.view.state.error_message or result.error_message or "unknown error"
+            raise RunFailed(shown, headless=self.mode.headless.headless)
 
     def started(self) -> None:
         """Tell the shell's state (and its observers) that the run begins (main thread)."""
@@ -308,9 +344,10 @@ async def run_pi(line: str, body: str) -> None:
         with watch_sigint():
             await run.execute()
     finally:
-        run.finish()
+        result = run.finish()
     if run.interrupted:
-        raise KeyboardInterrupt
+        raise RunInterrupted
+    run.check_failure(result)
 
 
 def run_pi_sync(line: str, body: str, shell: Any = None) -> PiResult:
@@ -343,5 +380,6 @@ def run_pi_sync(line: str, body: str, shell: Any = None) -> PiResult:
     if failure:
         raise failure[0]
     if interrupted or run.interrupted:
-        raise KeyboardInterrupt
+        raise RunInterrupted
+    run.check_failure(result)
     return result

@@ -60,6 +60,7 @@ class NotebookState:
         self.tools = NotebookTools(shell, self.errors)
         self.observers: list[StateObserver] = []
         self._config: PiConfig | None = None
+        self._thinking_told: set[tuple[str, str, str]] = set()
 
     # --- configuration ---------------------------------------------------------------------------
 
@@ -108,8 +109,10 @@ class NotebookState:
         for agent in self.conversations.values():
             agent.abort()
         self.conversations.clear()
+        self._thinking_told.clear()
 
     def _create(self, name: str) -> Agent:
+        self._thinking_told = {key for key in self._thinking_told if key[0] != name}
         defaults = self.config.defaults()
         state: dict[str, Any] = {"system_prompt": defaults.system, "thinking_level": defaults.thinking}
         if defaults.model:
@@ -143,6 +146,18 @@ class NotebookState:
     def run_ended(self, name: str, agent: Agent, result: PiResult) -> None:
         for observer in self.observers:
             observer.run_ended(name, agent, result)
+
+    def thinking_ignored(self, name: str, agent: Agent) -> str | None:
+        """One line when the conversation's thinking level has no effect because its model does
+        not reason; said once per conversation, model and level."""
+        level, model = agent.state.thinking_level, agent.state.model
+        if level == "off" or model.reasoning:
+            return None
+        key = (name, f"{model.provider}:{model.id}", str(level))
+        if key in self._thinking_told:
+            return None
+        self._thinking_told.add(key)
+        return f"--thinking {level} is ignored: {key[1]} does not support reasoning."
 
     # --- approvals ------------------------------------------------------------------------------
 

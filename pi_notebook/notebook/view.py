@@ -46,6 +46,7 @@ __all__ = [
     "UserItem",
     "ViewState",
     "content_to_text",
+    "explain",
     "mark_approval",
     "mark_queued",
     "reduce",
@@ -186,6 +187,8 @@ class ViewState:
     error_message: str | None = None
     notice: str = ""
     finished: bool = False
+    streaming: bool = False
+    """The model has sent part of its current message (until that message ends)."""
     queued: list[QueuedMessage] = field(default_factory=list)
     """Messages sent through this view's Send/Queue that the agent has not injected yet."""
     rev: int = 0
@@ -367,6 +370,9 @@ def _on_message_update(state: ViewState, event: MessageUpdateEvent) -> None:
     handler = _BLOCK_HANDLERS.get(inner.type)
     if handler is not None:
         handler(state, inner)
+        if not state.streaming:
+            state.streaming = True
+            state.rev += 1
 
 
 # --- whole messages -------------------------------------------------------------------------
@@ -375,6 +381,7 @@ def _on_message_update(state: ViewState, event: MessageUpdateEvent) -> None:
 def _on_message_start(state: ViewState, event: MessageStartEvent) -> None:
     if getattr(event.message, "role", None) == "assistant":
         state._blocks = {}
+        state.streaming = False
 
 
 def _reconcile_block(state: ViewState, index: int, block: Any) -> None:
@@ -420,6 +427,7 @@ def _end_assistant(state: ViewState, message: Any) -> None:
     state.stop_reason = getattr(message, "stop_reason", None)
     state.error_message = getattr(message, "error_message", None)
     state._blocks = {}
+    state.streaming = False
 
 
 def _end_user(state: ViewState, message: Any) -> None:
@@ -501,6 +509,7 @@ def _on_tool_end(state: ViewState, event: ToolExecutionEndEvent) -> None:
 
 def _on_turn_start(state: ViewState, event: Any) -> None:
     state.footer.turns += 1
+    state.streaming = False
     state.rev += 1
 
 
@@ -573,6 +582,14 @@ def mark_queued(state: ViewState, kind: QueueKind, text: str) -> ViewState:
 
 def set_notice(state: ViewState, text: str) -> ViewState:
     state.notice = text
+    state.rev += 1
+    return state
+
+
+def explain(state: ViewState, error_message: str) -> ViewState:
+    """Show the run's error as ``error_message``, a clearer version written for the user (the
+    transcript keeps the provider's own text)."""
+    state.error_message = error_message
     state.rev += 1
     return state
 

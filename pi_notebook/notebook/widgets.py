@@ -5,7 +5,9 @@ It owns *when* to draw. Every event goes through the pure reducer (``view.reduce
 updates are coalesced to at most ``max_rate_hz`` per second whatever the token rate, and
 flushed at once on block ends, tool start/end, message and turn ends and ``agent_end``, so the
 transcript never lags behind a structural change. A timer on the running loop draws the last
-few tokens when a stream pauses between frames. Per-item widgets live in ``widgets_cards``.
+few tokens when a stream pauses between frames, and a slow tick (1 Hz) keeps the elapsed time
+and what the run waits for (``render.activity``) moving while the model is silent. Per-item
+widgets live in ``widgets_cards``.
 
 Button callbacks run on the kernel's event loop (ipykernel >= 7.4 handles comms while an
 awaiting cell runs); everything here must be called from that loop's thread.
@@ -98,6 +100,7 @@ class LiveView:
         notice: str | None = None,
         max_rate_hz: float = 20.0,
         clock: Callable[[], float] = time.monotonic,
+        tick_s: float = 1.0,
     ) -> None:
         self.state = ViewState(prompt=prompt)
         self.closed = False
@@ -109,6 +112,8 @@ class LiveView:
         self._last_flush = -math.inf
         self._pending = False
         self._timer: asyncio.TimerHandle | None = None
+        self._tick_s = tick_s
+        self._ticker: asyncio.TimerHandle | None = None
         self._approvals: dict[str, asyncio.Future[bool]] = {}
         self._parts: list[Part] = []
         self._drawn: list[int] = []
@@ -120,6 +125,7 @@ class LiveView:
             set_notice(self.state, notice)
         self._build()
         self.flush()
+        self._arm_tick()
 
     # --- widget tree -------------------------------------------------------------------------
 
@@ -175,6 +181,8 @@ class LiveView:
             reduce(self.state, event)
             if self.closed:
                 return
+            if self._ticker is None:
+                self._arm_tick()
             if _is_flush_point(event) or self._clock() - self._last_flush >= self._interval:
                 self.flush()
             else:
@@ -211,7 +219,7 @@ class LiveView:
         set_value(self._queued, render.line_html("pi-queued", render.queued_text(state)))
         set_value(self._error, render.line_html("pi-error", render.end_text(state)))
         set_value(self._notice, render.line_html("pi-notice", state.notice))
-        set_value(self._footer, render.footer_html(state.footer))
+        set_value(self._footer, render.footer_html(state.footer, render.activity(state)))
 
     def _arm_timer(self) -> None:
         if self._timer is not None:
@@ -231,6 +239,29 @@ class LiveView:
             except Exception as exc:
                 log.exception("pi_notebook view failed to redraw")
                 self._report(exc)
+
+    def _arm_tick(self) -> None:
+        if self._ticker is not None or self.closed or self._tick_s <= 0:
+            return
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            return  # no loop yet: the first event on the agent's loop arms it
+        self._ticker = loop.call_later(self._tick_s, self._on_tick)
+
+    def _on_tick(self) -> None:
+        """While nothing arrives (a slow prompt, a long tool), the clock and the activity still
+        move; a stream that draws anyway is not drawn again."""
+        self._ticker = None
+        if self.closed:
+            return
+        try:
+            if self._clock() - self._last_flush >= self._tick_s / 2:
+                self.flush()
+        except Exception as exc:
+            log.exception("pi_notebook view failed to redraw")
+            self._report(exc)
+        self._arm_tick()
 
     def _report(self, exc: Exception) -> None:
         try:
@@ -324,6 +355,9 @@ class LiveView:
         self._deny_pending()
         self.flush()
         self.closed = True
+        if self._ticker is not None:
+            self._ticker.cancel()
+            self._ticker = None
         for widget in (self.stop_button, self.steer_text, self.send_button, self.queue_button):
             if widget is not None:
                 widget.disabled = True

@@ -153,6 +153,8 @@ class Watch:
     displays: list[tuple[float, str, dict[str, Any]]] = field(default_factory=list)
     replies: dict[str, tuple[float, dict[str, Any]]] = field(default_factory=dict)
     idle_parents: set[str] = field(default_factory=set)
+    statuses: list[tuple[float, str, str]] = field(default_factory=list)
+    """Every ``status`` message: (time, execution_state, parent msg_id)."""
     errors: list[dict[str, Any]] = field(default_factory=list)
     stdout: list[tuple[float, str]] = field(default_factory=list)
     done: set[str] = field(default_factory=set)
@@ -215,8 +217,10 @@ class Watch:
             self.updates.append((t, content["comm_id"], content["data"]["state"]))
         elif kind in ("display_data", "update_display_data"):
             self.displays.append((t, kind, content))
-        elif kind == "status" and content["execution_state"] == "idle":
-            self.idle_parents.add(parent)
+        elif kind == "status":
+            self.statuses.append((t, content["execution_state"], parent))
+            if content["execution_state"] == "idle":
+                self.idle_parents.add(parent)
         elif kind == "error":
             self.errors.append(content)
         elif kind == "stream":

@@ -51,7 +51,18 @@ def ip_fixture(monkeypatch: pytest.MonkeyPatch) -> Iterator[InteractiveShell]:
         shell.autoawait = True
         magics = shell.magics_manager.registry.get("PiMagics")
         if magics is not None:
-            for trait in ("model", "thinking", "system", "tools", "approve", "max_turns", "text"):
+            traits = (
+                "model",
+                "thinking",
+                "system",
+                "tools",
+                "approve",
+                "max_turns",
+                "text",
+                "raise_on_error",
+                "temperature",
+            )
+            for trait in traits:
                 setattr(magics, trait, magics.trait_defaults(trait))
 
 

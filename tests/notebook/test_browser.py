@@ -41,12 +41,24 @@ async def slow_step(seconds: float, on_update) -> str:
     await asyncio.sleep(seconds)
     return "slow step finished"
 
+async def silent_then_dollars(context, options, state, model):
+    await asyncio.sleep(3)  # a slow prompt: nothing streams, the footer must still move
+    return faux_assistant_message(
+        [faux_text("The first costs $5 and the second costs $6."),
+         faux_tool_call("slow_step", {"seconds": 3}, id="d1")],
+        stop_reason="toolUse",
+    )
+
+price_a, price_b = 5, 6
+
 def echo_steer(context, options, state, model):
     last = context.messages[-1]
     return faux_assistant_message("Steering received: **" + last.content[0].text + "**.")
 
 faux = register_faux_provider(token_size={"min": 1, "max": 1}, tokens_per_second=30)
 faux.set_responses([
+    silent_then_dollars,
+    faux_assistant_message("Together $11, and $$E = mc^2$$ is still math."),
     faux_assistant_message(
         [faux_text("I will set a variable first."),
          faux_tool_call("set_variable", {"name": "approved_in_browser", "value": 42}, id="b1")],
@@ -59,7 +71,8 @@ faux.set_responses([
 pi_notebook.current().state.tools = [slow_step]
 print("setup done")
 '''
-RUN_1 = "%%pi --model faux:faux-1\nSet a variable, then take a slow step."
+RUN_0 = "%%pi --model faux:faux-1 --tools none\nCompare $`price_a` and $`price_b`."
+RUN_1 = "%%pi\nSet a variable, then take a slow step."
 RUN_2 = "%%pi\nNow talk for a long time."
 CHECK = "print('after:', approved_in_browser, _pi.stop_reason)"
 
@@ -83,7 +96,7 @@ def test_pi_cell_in_jupyterlab(tmp_path: Path) -> None:
     T0[0] = time.monotonic()
     with Lab(tmp_path) as lab, playwright_sync.sync_playwright() as p:
         step("lab up")
-        url = lab.write_notebook("pi.ipynb", [SETUP, RUN_1, RUN_2, CHECK])
+        url = lab.write_notebook("pi.ipynb", [SETUP, RUN_0, RUN_1, RUN_2, CHECK])
         browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
         page = browser.new_page(viewport={"width": 1280, "height": 1000})
         try:
@@ -107,11 +120,43 @@ def _drive(page: Any, url: str, expect: Any) -> None:
     run_cell(page, cells.nth(0))
     expect(cells.nth(0).locator(".jp-OutputArea")).to_contain_text("setup done", timeout=60_000)
     step("setup cell ran")
-    _approve_and_steer(page, cells.nth(1), expect)
-    _stop(page, cells.nth(2), expect)
-    run_cell(page, cells.nth(3))
-    expect(cells.nth(3).locator(".jp-OutputArea")).to_contain_text("after: 42 aborted", timeout=30_000)
+    _dollars_and_waiting(page, cells.nth(1), expect)
+    _approve_and_steer(page, cells.nth(2), expect)
+    _stop(page, cells.nth(3), expect)
+    run_cell(page, cells.nth(4))
+    expect(cells.nth(4).locator(".jp-OutputArea")).to_contain_text("after: 42 aborted", timeout=30_000)
     step("check cell ran")
+
+
+def _dollars_and_waiting(page: Any, cell: Any, expect: Any) -> None:
+    """Run 0: a silent model (the footer keeps moving and says why), then dollar signs in the
+    prompt, the answer and the footer that must read as written, not as MathJax soup."""
+    run_cell(page, cell)
+    view = cell.locator(".pi-view")
+    footer = view.locator(".pi-footer").last  # the widget and its HTML both carry the class
+    waiting = re.compile(r"[1-9]\.\d s · (faux-1 · )?waiting for the model")
+    expect(footer).to_contain_text(waiting, timeout=30_000)
+    # The widget frontend's control requests (create_subshell_request) must not make the
+    # status bar say Idle while the cell runs.
+    expect(page.locator(".jp-StatusBar-TextItem", has_text="| Busy").first).to_be_visible(timeout=2_000)
+    page.screenshot(path=str(SHOTS / "0-waiting.png"), full_page=True)
+    step("footer ticks while the model is silent")
+    expect(view).to_contain_text("The first costs $5 and the second costs $6.", timeout=30_000)
+    expect(footer).to_contain_text("running slow_step")
+    expect(view.locator(".pi-prompt")).to_contain_text("Compare $`price_a` and $`price_b`.")
+    expect(view.locator("mjx-container")).to_have_count(0)  # live: no $...$ typeset
+    page.screenshot(path=str(SHOTS / "0-live-dollars.png"), full_page=True)
+    static = cell.locator(".pi-static")
+    expect(static).to_be_visible(timeout=30_000)
+    expect(static).to_contain_text("The first costs $5 and the second costs $6.")
+    expect(static).to_contain_text("Together $11, and")
+    expect(static.locator(".pi-prompt")).to_contain_text("Compare $`price_a` and $`price_b`.")
+    expect(static.locator(".pi-footer")).to_contain_text("$0.0000")
+    # Only the math the model wrote as math ($$E = mc^2$$) is typeset.
+    expect(static.locator("mjx-container")).to_have_count(1, timeout=10_000)
+    expect(static.locator(".pi-text mjx-container")).to_have_count(1)
+    page.screenshot(path=str(SHOTS / "0-static-dollars.png"), full_page=True)
+    step("run 0 frozen, dollars as written")
 
 
 def _approve_and_steer(page: Any, cell: Any, expect: Any) -> None:
@@ -134,6 +179,10 @@ def _approve_and_steer(page: Any, cell: Any, expect: Any) -> None:
     box.press_sequentially("going left", delay=60)  # one state sync per keystroke
     cell.get_by_role("button", name="Send").click()
     step("steering sent")
+    # Every keystroke and click was a comm answered with idle; the status bar must say Busy
+    # again while the cell still runs (before the slow step ends).
+    expect(cell.locator(".jp-InputPrompt")).to_contain_text("*")
+    expect(page.locator(".jp-StatusBar-TextItem", has_text="| Busy").first).to_be_visible(timeout=2_000)
     page.screenshot(path=str(SHOTS / "2-steering.png"), full_page=True)
     static = cell.locator(".pi-static")
     expect(static).to_be_visible(timeout=30_000)

@@ -179,6 +179,39 @@ faux.set_responses([tool_use('slow_step', {'seconds': 1.5}, 's1'), 'steered answ
     # ipywidgets frontend waits for before it syncs the next keystroke)
     assert sent["update"] in watch.idle_parents
     assert "[steer] go left" in watch.final_bundle()["text/plain"]
+    # ... and then said busy again under the cell's own request: JupyterLab's status bar shows
+    # the last status it saw, which read Idle after every click while the cell still ran.
+    statuses = [(state, parent) for _, state, parent in watch.statuses]
+    for comm in (sent["update"], sent["click"]):
+        after = statuses.index(("idle", comm))
+        assert statuses[after + 1] == ("busy", cell), statuses
+    assert statuses[-1] == ("idle", cell)
+    assert statuses[-2] == ("busy", cell)  # the last word before the cell ended: busy
+
+
+def test_the_status_stays_busy_after_control_requests_during_a_run(k: Kernel) -> None:
+    """JupyterLab's widget manager sends a ``create_subshell_request`` on the control channel
+    when the live view appears; its ``idle`` turned the status bar to Idle for the whole run."""
+    k.run("faux.set_responses(['quiet answer ' * 8])")  # ~1.5 s
+    cell = k.execute("%%pi --model faux:faux-1 --tools none\nanswer quietly")
+    sent: dict[str, str] = {}
+
+    def react(watch: Watch, msg: dict[str, Any]) -> None:
+        if not sent and watch.find("ButtonModel", description="Stop"):
+            request = k.kc.session.msg("kernel_info_request", {})
+            k.kc.control_channel.send(request)
+            sent["control"] = request["header"]["msg_id"]
+
+    watch = Watch(k).until_replies([cell], react)
+    statuses = [(state, parent) for _, state, parent in watch.statuses]
+    after = statuses.index(("idle", sent["control"]))
+    assert statuses[after + 1] == ("busy", cell), statuses
+    assert statuses[-1] == ("idle", cell)
+    assert k.run("1")["status"] == "ok"
+    k.drain()
+    idle_only = k.execute("x_after = 1")  # no run active: nothing is added
+    watch = Watch(k).until_replies([idle_only])
+    assert [s for _, s, p in watch.statuses if p == idle_only] == ["busy", "idle"]
 
 
 def test_kernel_interrupt_aborts_cleanly_and_the_next_cell_runs(k: Kernel) -> None:
@@ -193,10 +226,14 @@ def test_kernel_interrupt_aborts_cleanly_and_the_next_cell_runs(k: Kernel) -> No
 
     watch = Watch(k).until_replies([cell], react)
     reply_at, reply = watch.replies[cell]
-    assert reply["status"] == "error"
+    assert reply["status"] == "error"  # Run All stops here
     assert reply["ename"] == "KeyboardInterrupt"
     assert reply_at - interrupted[0] < REACTION_S
     assert "Aborted: Request was aborted" in watch.final_bundle()["text/plain"]
+    # One line, not a traceback through the transformed cell and the runner.
+    [error] = watch.errors
+    assert error["traceback"] == [error["evalue"]]
+    assert error["evalue"].startswith("Interrupted: the %%pi run was aborted.")
     state = "_pi.stop_reason, pi_notebook.current().state.is_streaming, [m.role for m in _pi.messages]"
     assert value(k, state) == "aborted False ['user', 'assistant']"
     k.drain()
@@ -292,17 +329,54 @@ def test_status_reports_the_policy_each_client_gets(k: Kernel) -> None:
     capture = (
         "import contextlib, io\nbuf = io.StringIO()\n"
         "with contextlib.redirect_stdout(buf):\n    get_ipython().run_line_magic('pi', 'status')\n"
-        "status_text = [r[r.index('approve: '):] for r in buf.getvalue().splitlines() if 'approve: ' in r][0]"
+        "lines = buf.getvalue().splitlines()\n"
+        "status_text = [r[r.index('approve: '):] for r in lines if 'approve: ' in r][0]\n"
+        "controls_text = [r for r in lines if r.startswith('controls: ')][0]"
     )
     k.run("%config PiMagics.approve = 'ask'")
     try:
         assert k.run(capture)["status"] == "ok"
         assert value(k, "status_text") == "approve: ask (configured 'ask')"
+        assert value(k, "controls_text") == "controls: active"
         cell = k.execute(capture, allow_stdin=False)  # what nbclient / nbval send
         assert Watch(k).until_replies([cell]).replies[cell][1]["status"] == "ok"
         assert value(k, "status_text") == (
             "approve: deny (configured 'ask', but headless run: the client sent the cell without "
             "stdin (nbclient, nbconvert, nbval, papermill))"
         )
+        # never "controls: active" next to "headless: yes"
+        assert value(k, "controls_text") == "controls: inactive: headless run, nobody can click"
     finally:
         k.run("%config PiMagics.approve = ''")
+
+
+def test_a_failing_pi_cell_fails_a_headless_notebook(tmp_path: Path) -> None:
+    """nbconvert, papermill and CI must not exit 0 when a %%pi run ends in an error: the
+    output is drawn, then the cell raises, and nbclient stops with that error."""
+    nbformat = pytest.importorskip("nbformat")
+    nbclient = pytest.importorskip("nbclient")
+    from nbclient.exceptions import CellExecutionError
+
+    port_probe = (
+        "import socket\ns = socket.socket(); s.bind(('127.0.0.1', 0)); port = s.getsockname()[1]; s.close()"
+    )
+    sources = [
+        SETUP + port_probe + "\nimport os\nos.environ['LLAMA_CPP_BASE_URL'] = f'http://127.0.0.1:{port}'",
+        "%%pi --model llama.cpp:tiny --tools none\nIs anyone there?",
+        "print('never reached')",
+    ]
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(s) for s in sources])
+    specs = KernelSpecManager(kernel_dirs=[str(write_kernelspec(tmp_path))])
+    km = KernelManager(kernel_name=KERNEL_NAME, kernel_spec_manager=specs)
+    with pytest.raises(CellExecutionError) as failure:
+        nbclient.NotebookClient(nb, km=km, timeout=60).execute()
+    message = str(failure.value)
+    assert "RunFailed" in message
+    assert "The %%pi run ended with an error: Cannot connect to http://127.0.0.1:" in message
+    assert "Is the llama.cpp server running? Set LLAMA_CPP_BASE_URL to its address." in message
+    drawn, error = nb.cells[1].outputs
+    assert drawn.output_type == "display_data"  # the run's output is there before the error
+    assert "Error: Cannot connect to" in drawn.data["text/plain"]
+    assert error.output_type == "error"
+    assert error.ename == "RunFailed"
+    assert nb.cells[2].outputs == []

@@ -433,7 +433,7 @@ def test_line_magic_subcommands(ip: Any, faux: FauxRegistration) -> None:
         "model: faux:faux-1",
         "thinking: low",
         "messages: 2; running: no",
-        "controls: Controls inactive: no Jupyter kernel",
+        "controls: inactive: no Jupyter kernel",
         "headless: no (no kernel)",
     ):
         assert expected in status

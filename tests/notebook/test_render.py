@@ -15,7 +15,9 @@ sys.path.insert(0, str(Path(__file__).parent))
 from view_events import Run, tool_run
 
 from pi_notebook.notebook.render import (
+    MATH,
     MAX_SHOWN,
+    NO_MATH,
     footer_text,
     format_details,
     frontend_markdown,
@@ -260,14 +262,15 @@ def test_render_html_link_schemes() -> None:
 def test_render_html_structure_thinking_details_footer() -> None:
     markup = render_html(state_of(tool_run()))
     parsed = assert_inert(markup)
-    classes = [a.get("class", "") for _, a in parsed.tags]
+    classes = [_without_math_marks(a.get("class", "")) for _, a in parsed.tags]
     assert classes[0] == "pi-view pi-static"
     assert sum("pi-tool " in c or c.startswith("pi-tool pi-tool--") for c in classes) == 2
     assert "pi-tool pi-tool--done" in classes
     assert "pi-tool pi-tool--error" in classes
-    assert [t for t, a in parsed.tags if a.get("class") == "pi-thinking"] == ["details"]
-    assert [t for t, a in parsed.tags if a.get("class") == "pi-details"] == ["details"]
-    footer = markup[markup.index('class="pi-footer"') :]
+    tags = [(t, _without_math_marks(a.get("class", ""))) for t, a in parsed.tags]
+    assert [t for t, c in tags if c == "pi-thinking"] == ["details"]
+    assert [t for t, c in tags if c == "pi-details"] == ["details"]
+    footer = markup[markup.index('class="pi-footer') :]
     assert "2 turns · 250 in / 32 out tokens · $0.0033 · 0.4 s · faux-1" in footer
     assert "<style" not in markup  # inline styles only: notebook sanitisers drop <style>
 
@@ -361,7 +364,40 @@ def test_frontend_markdown_keeps_code_and_ordinary_text() -> None:
     )
     assert frontend_markdown("auto <https://ok.example> link") == "auto <https://ok.example> link"
     assert frontend_markdown("already \\<b> escaped") == "already \\<b> escaped"
-    assert frontend_markdown("math $a<b$ here") == "math $a\\lt b$ here"
+    assert frontend_markdown("math $$a<b$$ here") == "math $$a\\lt b$$ here"
+
+
+def _without_math_marks(classes: str) -> str:
+    marks = set(NO_MATH.split()) | set(MATH.split())
+    return " ".join(c for c in classes.split() if c not in marks)
+
+
+def test_frontend_markdown_keeps_dollars_literal() -> None:
+    """JupyterLab's MathJax pairs any two ``$``: a lone one must reach it as ``\\$``."""
+    assert frontend_markdown("costs $5 and the second costs $6") == (
+        "costs \\\\$5 and the second costs \\\\$6"
+    )
+    prompt = "Why does $`a` differ from $`b`?"
+    assert frontend_markdown(prompt) == "Why does \\\\$`a` differ from \\\\$`b`?"
+    assert frontend_markdown("an escaped \\$5") == "an escaped \\\\$5"
+    # Math the model clearly writes as math, and code, are left alone.
+    assert frontend_markdown("$$x^2$$ and\n$$\ny\n$$\n") == "$$x^2$$ and\n$$\ny\n$$\n"
+    assert frontend_markdown("`$a$` and\n```\n$b$\n```\n") == "`$a$` and\n```\n$b$\n```\n"
+
+
+def test_render_html_keeps_dollars_out_of_mathjax() -> None:
+    run = Run().start("Use $`a` and $`b`")
+    run.assistant(("text", "It costs $5 and the second costs $6; area $$x^2$$."))
+    state = state_of(run.end(), "Use $`a` and $`b`")
+    markup = render_html(state)
+    parsed = assert_inert(markup)
+    root = parsed.tags[0][1]["class"].split()
+    assert set(NO_MATH.split()) <= set(root)  # prompt, tool cards, footer ($0.0…): never math
+    text_div = next(a["class"] for _, a in parsed.tags if "pi-text" in a.get("class", ""))
+    assert set(MATH.split()) <= set(text_div.split())  # the answer's $$x^2$$ may render
+    kept = f'<span class="{NO_MATH}">$</span>'
+    assert f"costs {kept}5 and the second costs {kept}6" in markup
+    assert "$$x^2$$" in markup
 
 
 def test_frontend_markdown_falls_back_when_code_spans_disagree() -> None:

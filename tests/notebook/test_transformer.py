@@ -71,7 +71,7 @@ def test_split_leaves_other_cells_alone(cell: str) -> None:
 def test_transform_emits_one_awaited_call_with_exact_literals(ip: Any) -> None:
     body = "Fix {x: 1 for x in y}\nquote ' \" and \\n backslash\n# NBVAL_SKIP\n"
     transformed = ip.transform_cell(f"# NBVAL_IGNORE_OUTPUT\n%%pi --system 'be brief'\n{body}")
-    assert transformed.startswith("await __import__('pi_notebook.notebook.runner'")
+    assert transformed.startswith("await _pi_run(")  # what a traceback or In[n] shows
     assert transformed.count("\n") == 1
     assert call_args(transformed) == ("--system 'be brief'", body)
     assert ip.should_run_async(transformed, transformed_cell=transformed)
@@ -86,7 +86,7 @@ def test_other_magics_and_code_pass_untouched(ip: Any) -> None:
 def test_autoawait_off_becomes_the_cell_magic_fallback(ip: Any) -> None:
     ip.autoawait = False
     transformed = ip.transform_cell("# NBVAL_SKIP\n%%pi --text\nhello\n")
-    assert transformed.startswith("__import__('IPython').get_ipython().run_cell_magic('pi',")
+    assert transformed.startswith("get_ipython().run_cell_magic('pi',")
     assert call_args(transformed) == ("--text", "hello\n")
 
 
@@ -118,3 +118,12 @@ def test_top_level_package_loads_the_extension(ip: Any) -> None:
 def test_strip_markers_drops_only_nbval_lines() -> None:
     body = "# NBVAL_IGNORE_OUTPUT\nexplain\n  #   NBVAL_CHECK_OUTPUT extra\n# a normal comment\nend"
     assert strip_markers(body) == "explain\n# a normal comment\nend"
+
+
+def test_the_transformed_cell_names_a_run_function_in_the_namespace(ip: Any) -> None:
+    from pi_notebook.notebook.runner import run_pi
+
+    ip.user_ns.pop("_pi_run", None)  # e.g. after %reset
+    ip.transform_cell("%%pi\nhello\n")
+    assert ip.user_ns["_pi_run"] is run_pi
+    assert "_pi_run" in ip.user_ns_hidden  # not listed by %who

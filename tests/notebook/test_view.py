@@ -29,6 +29,7 @@ from pi_notebook.ai.events import (
 )
 from pi_notebook.ai.types import AssistantMessage, TextContent, ToolCall, UserMessage
 from pi_notebook.notebook import view
+from pi_notebook.notebook.render import activity
 from pi_notebook.notebook.view import (
     NOT_EXECUTED,
     TextBlock,
@@ -432,3 +433,31 @@ def test_view_module_imports_no_widgets() -> None:
     source = Path(view.__file__).read_text()
     assert "ipywidgets" not in source.split('"""', 2)[2]
     assert "IPython" not in source.split('"""', 2)[2]
+
+
+def test_activity_says_what_a_running_view_waits_for() -> None:
+    state = ViewState(prompt="q")
+    seen: list[str] = [activity(state)]
+    run = Run().start("q")
+    run.assistant(("text", "Let me look."), ("tool", "t1", "list_variables", {}), stop_reason="toolUse")
+    run.tool_start("t1", "list_variables", {})
+    run.tool_end("t1", "list_variables", "x: int")
+    run.turn()
+    for event in run.events:
+        reduce(state, event)
+        if not seen or activity(state) != seen[-1]:
+            seen.append(activity(state))
+    view.mark_approval(state, "t2", "pending_approval")
+    seen.append(activity(state))
+    view.mark_approval(state, "t2", "denied")
+    reduce(state, AgentEndEvent(messages=[]))
+    seen.append(activity(state))
+    assert seen == [
+        "waiting for the model",  # nothing streamed yet: a slow prompt, a silent server
+        "writing",
+        "waiting for the model",  # the message ended; the tool has not started
+        "running list_variables",
+        "waiting for the model",  # the next turn
+        "waiting for approval",
+        "",
+    ]

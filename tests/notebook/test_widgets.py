@@ -302,6 +302,28 @@ async def test_a_pause_in_the_stream_still_draws_the_last_tokens() -> None:
     assert view._timer is None
 
 
+async def test_a_silent_model_still_moves_the_clock_and_says_what_it_waits_for() -> None:
+    """A slow prompt or a server holding back output: no event for seconds. The footer's elapsed
+    time keeps ticking (not frozen at 0.1 s) and says the run waits for the model."""
+    clock = FakeClock()
+    view = LiveView("q", clock=clock, tick_s=0.02)
+    for event in Run().start("q").events:
+        view.handle(event)
+    (footer,) = classed(view, "pi-footer")
+    assert footer.value.endswith("0.0 s · waiting for the model</div>")
+    for second in (1, 2, 3):
+        clock.now += 1.0
+        await asyncio.sleep(0.05)
+        assert f"{second}.0 s · waiting for the model" in footer.value
+    view.close()
+    assert view._ticker is None
+    shown = footer.value
+    clock.now += 5.0
+    await asyncio.sleep(0.05)
+    assert footer.value == shown  # closed: no more ticks
+    assert "waiting" not in render.render_html(view.state)
+
+
 def test_markdown_stream_restarts_when_the_final_text_differs() -> None:
     stream = MarkdownStream("pi-text")
     first = ("x" * 50 + "\n\n") * 60

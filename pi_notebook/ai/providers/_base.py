@@ -134,7 +134,11 @@ def describe_error(exc: BaseException, label: str | None = None) -> str:
         return str(exc)
     if isinstance(exc, httpx.TransportError):
         text = str(exc)
-        return f"Connection error: {text}" if text else f"Connection error: {type(exc).__name__}"
+        return (
+            f"Connection error: {type(exc).__name__}: {text}"
+            if text
+            else f"Connection error: {type(exc).__name__}"
+        )
     text = str(exc)
     return text if text else type(exc).__name__
 

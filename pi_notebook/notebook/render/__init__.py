@@ -16,6 +16,8 @@ from __future__ import annotations
 from ..view import ViewState
 from .markdown import frontend_markdown, renders_raw_html, safe_split
 from .static_html import (
+    MATH,
+    NO_MATH,
     SAFE_SCHEMES,
     details_html,
     footer_html,
@@ -32,6 +34,7 @@ from .static_html import (
 )
 from .text import (
     MAX_SHOWN,
+    activity,
     end_text,
     footer_text,
     format_args,
@@ -43,8 +46,11 @@ from .text import (
 )
 
 __all__ = [
+    "MATH",
     "MAX_SHOWN",
+    "NO_MATH",
     "SAFE_SCHEMES",
+    "activity",
     "details_html",
     "end_text",
     "footer_html",

@@ -2,7 +2,7 @@
 
 * ``frontend_markdown`` escapes raw HTML tags and image syntax outside code, so an answer
   shown by JupyterLab's or VS Code's Markdown renderer never makes the browser fetch a URL the
-  model chose.
+  model chose, and escapes lone dollar signs, so "$5 and $6" is not typeset as math.
 * ``safe_split`` finds the end of the complete blocks of a growing Markdown text, so the live
   view can freeze them and re-send only the tail.
 
@@ -24,6 +24,12 @@ _AUTOLINK = re.compile(r"<(?:[A-Za-z][A-Za-z0-9+.\-]{1,31}:[^\s<>]*|[\w.+\-]+@[\
 _OPENER = re.compile(r"<(?=[A-Za-z/!?])")
 _RISKY = re.compile(r"<[A-Za-z/!?]|!\[")
 _ESCAPABLE = frozenset("!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~")
+_LONE_DOLLAR = re.compile(r"(?<![$\\])\\?\$(?!\$)")
+
+DOLLAR = "\\\\$"
+"""A lone ``$`` as Markdown for JupyterLab: ``\\\\$``. Its Markdown parser turns it into the text
+``\\$``, which MathJax (``processEscapes``) shows as a plain ``$``. A plain ``$`` or ``\\$`` would
+reach MathJax as ``$`` and pair with the next one: "costs $5 and $6" came out as italic math."""
 
 
 def _run_length(line: str, i: int, char: str) -> int:
@@ -58,9 +64,15 @@ def _escape_line(line: str) -> tuple[str, bool]:
         char, nxt = line[j], line[j + 1 : j + 2]
         i = j + 1
         if char == "\\":
+            if nxt == "$":  # the model's literal dollar: keep it literal through MathJax too
+                i += 1
+                out.append(DOLLAR)
+                continue
             if nxt and nxt in _ESCAPABLE:
                 i += 1
             out.append(line[j:i])
+        elif char == "$" and _run_length(line, j, char) == 1:
+            out.append(DOLLAR)
         elif char in "`$":
             run = _run_length(line, j, char)
             close = _closing_run(line, j + run, char, run)
@@ -125,14 +137,16 @@ def frontend_markdown(text: str) -> str:
     Frontends sanitise HTML in Markdown but still render tags such as ``<img src=...>``, and
     Markdown images load any URL: either lets a prompt-injected answer make the browser fetch
     an address of the attacker's choosing. Outside fenced code and code spans, ``<tag`` becomes
-    ``&lt;tag`` and ``![`` becomes ``&#33;[`` (so an image reads as a link); inside ``$math$``,
-    ``<x`` becomes ``\\lt x``. Text without such characters is returned unchanged.
+    ``&lt;tag`` and ``![`` becomes ``&#33;[`` (so an image reads as a link); inside ``$$math$$``,
+    ``<x`` becomes ``\\lt x``. A lone ``$`` (or the model's ``\\$``) becomes ``DOLLAR``, so money
+    and ``$`expr``` references read as written; ``$$...$$`` is left to the frontend's MathJax.
+    Text without such characters is returned unchanged.
 
     The result never contains a tag opener outside code. When code that this line-based scan
     recognised kept one, the result is parsed with markdown-it; if that parser disagrees about
     where code is, every opener is escaped, inside code too (correct, if less pretty).
     """
-    if "<" not in text and "![" not in text:
+    if "<" not in text and "![" not in text and "$" not in text:
         return text
     out: list[str] = []
     fence = ""
@@ -153,7 +167,7 @@ def frontend_markdown(text: str) -> str:
             out.append(escaped)
     result = "".join(out)
     if risky and renders_raw_html(result):
-        return _OPENER.sub("&lt;", text).replace("![", "&#33;[")
+        return _LONE_DOLLAR.sub(lambda _m: DOLLAR, _OPENER.sub("&lt;", text).replace("![", "&#33;["))
     return result
 
 

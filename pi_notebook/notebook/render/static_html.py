@@ -15,6 +15,7 @@ import re
 from functools import lru_cache
 
 from markdown_it import MarkdownIt
+from markdown_it.common.utils import escapeHtml
 from markdown_it.renderer import RendererHTML
 from markdown_it.rules_core import StateCore
 from markdown_it.token import Token
@@ -94,10 +95,30 @@ def _render_code_block(
     return str(rule(renderer, tokens, idx, options, env)).replace("<pre>", f'<pre style="{_CODE_BOX}">', 1)
 
 
+NO_MATH = "mathjax_ignore tex2jax_ignore"
+"""Classes MathJax skips (JupyterLab's MathJax 3, and MathJax 2 on older viewers). JupyterLab
+typesets every ``$...$`` pair in an HTML output, so money and ``$`expr``` references in a
+prompt, a tool card or the footer would come out as italic math."""
+MATH = "mathjax_process tex2jax_process"
+"""Classes that turn MathJax back on inside a ``NO_MATH`` element: the assistant's Markdown, where
+``$$...$$`` the model wrote as math still renders."""
+_LONE_DOLLAR = re.compile(r"(?<!\$)\$(?!\$)")
+_KEPT_DOLLAR = f'<span class="{NO_MATH}">$</span>'
+
+
+def _render_text(
+    renderer: RendererHTML, tokens: list[Token], idx: int, options: OptionsDict, env: EnvType
+) -> str:
+    """Text with each lone ``$`` in a span MathJax skips; ``$$...$$`` stays for MathJax."""
+    escaped = escapeHtml(tokens[idx].content)
+    return _LONE_DOLLAR.sub(_KEPT_DOLLAR, escaped) if "$" in escaped else escaped
+
+
 @lru_cache(maxsize=1)
 def _markdown() -> MarkdownIt:
     md = MarkdownIt("commonmark", {"html": False}).enable(["table", "strikethrough"])
     md.validateLink = _safe_link  # type: ignore[method-assign]
+    md.add_render_rule("text", _render_text)
     md.add_render_rule("image", _render_image_as_link)
     md.add_render_rule("link_open", _render_link_open)
     md.add_render_rule("fence", _render_code_block)
@@ -143,8 +164,10 @@ STATUS_COLOR = {
 }
 
 
-def _div(cls: str, body: str, tag: str = "div", extra: str = "") -> str:
-    return f'<{tag} class="{cls}{extra}" style="{STYLE[cls]}">{body}</{tag}>'
+def _div(cls: str, body: str, tag: str = "div", extra: str = "", *, math: bool = False) -> str:
+    """An element with its inline style; MathJax skips it unless ``math`` (see ``NO_MATH``)."""
+    marks = MATH if math else NO_MATH
+    return f'<{tag} class="{cls}{extra} {marks}" style="{STYLE[cls]}">{body}</{tag}>'
 
 
 def pre_html(text: str, cls: str, accent: str = "") -> str:
@@ -195,11 +218,11 @@ def _tool_html(card: ToolCard) -> str:
 def thinking_html(block: ThinkingBlock) -> str:
     summary = f'<summary style="{STYLE["pi-summary"]}">Thinking</summary>'
     body = "<p><em>[Reasoning redacted]</em></p>" if block.redacted else render_markdown(block.text)
-    return _div("pi-thinking", summary + body, tag="details")
+    return _div("pi-thinking", summary + body, tag="details", math=True)
 
 
-def footer_html(footer: Footer) -> str:
-    return _div("pi-footer", html.escape(footer_text(footer)))
+def footer_html(footer: Footer, activity: str = "") -> str:
+    return _div("pi-footer", html.escape(footer_text(footer, activity)))
 
 
 def prompt_html(prompt: str) -> str:
@@ -221,7 +244,7 @@ def render_html(state: ViewState) -> str:
     for item in state.items:
         if isinstance(item, TextBlock):
             if item.text.strip():
-                parts.append(_div("pi-text", render_markdown(item.text)))
+                parts.append(_div("pi-text", render_markdown(item.text), math=True))
         elif isinstance(item, ThinkingBlock):
             if item.text.strip() or item.redacted:
                 parts.append(thinking_html(item))

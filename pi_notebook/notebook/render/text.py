@@ -15,6 +15,7 @@ from ..view import FINAL_STATUSES, Footer, TextBlock, ThinkingBlock, ToolCard, U
 
 __all__ = [
     "MAX_SHOWN",
+    "activity",
     "clip",
     "end_text",
     "footer_text",
@@ -96,7 +97,8 @@ def status_label(card: ToolCard) -> str:
     return _STATUS_LABEL.get(card.status, card.status)
 
 
-def footer_text(footer: Footer) -> str:
+def footer_text(footer: Footer, activity: str = "") -> str:
+    """Turns, tokens, cost, elapsed time, model, and, while the run is live, what it waits for."""
     turns = f"{footer.turns} turn" + ("" if footer.turns == 1 else "s")
     tokens = f"{footer.input_tokens:,} in / {footer.output_tokens:,} out tokens"
     if footer.cache_read_tokens or footer.cache_write_tokens:
@@ -104,7 +106,24 @@ def footer_text(footer: Footer) -> str:
     parts = [turns, tokens, f"${footer.cost:.4f}", f"{footer.elapsed:.1f} s"]
     if footer.model:
         parts.append(footer.model)
+    if activity:
+        parts.append(activity)
     return " · ".join(parts)
+
+
+def activity(state: ViewState) -> str:
+    """What a running view waits for, for the footer: ``waiting for approval``, ``running
+    list_variables``, ``waiting for the model`` (no output yet: a slow prompt, a server holding
+    back tokens), ``writing`` (the model streams); empty once the run has ended."""
+    if state.finished:
+        return ""
+    cards = [item for item in state.items if isinstance(item, ToolCard)]
+    if any(card.status == "pending_approval" for card in cards):
+        return "waiting for approval"
+    running = list(dict.fromkeys(card.name or "a tool" for card in cards if card.status == "running"))
+    if running:
+        return "running " + ", ".join(running)
+    return "writing" if state.streaming else "waiting for the model"
 
 
 def end_text(state: ViewState) -> str:

@@ -1,0 +1,70 @@
+"""How a ``%%pi`` cell fails: what a failed run tells the user to do, and the two exceptions a
+cell ends with after its output is drawn.
+
+* ``explain_error``: a connection failure names the address it tried and, for a local server
+  (``llama.cpp:``, ``ollama:``, ``lmstudio:``, ``vllm:``), the variable that sets it. The
+  cause (its exception type and text) is kept.
+* ``RunFailed``: a run that ended in an error raises after rendering when ``raise_on_error`` is
+  on (by default in headless runs), so nbconvert, papermill and CI fail instead of exiting 0.
+* ``RunInterrupted``: a kernel interrupt ends the cell as interrupted (Run All stops) and is
+  shown as one line instead of a traceback through the runner.
+
+IPython renders an exception that has ``_render_traceback_`` through that method, so both are
+shown as their message only.
+"""
+
+from __future__ import annotations
+
+from ..ai.models import LOCAL_SERVERS
+from ..ai.types import Model
+
+__all__ = ["INTERRUPTED", "RunFailed", "RunInterrupted", "explain_error"]
+
+INTERRUPTED = (
+    "Interrupted: the %%pi run was aborted. Its output above shows how far it got; "
+    "the conversation continues in the next cell."
+)
+_CONNECTION = "Connection error"
+
+
+def explain_error(message: str | None, model: Model) -> str | None:
+    """A clearer one-line version of a run's error for the user, or ``None`` to show it as is."""
+    if not message or not message.startswith(_CONNECTION):
+        return None
+    cause = message[len(_CONNECTION) :].lstrip(":. ").strip() or "no answer"
+    where = model.base_url or f"the {model.provider} API"
+    text = f"Cannot connect to {where} ({cause})."
+    server = LOCAL_SERVERS.get(model.provider)
+    if server is not None:
+        return f"{text} Is the {server.label} server running? Set {server.env_var} to its address."
+    return f"{text} Check the network connection and any proxy settings (HTTPS_PROXY)."
+
+
+class RunInterrupted(KeyboardInterrupt):
+    """A kernel interrupt of a ``%%pi`` run. Reported as ``KeyboardInterrupt`` (the ``ename`` of
+    the reply), which it is."""
+
+    def __init__(self, message: str = INTERRUPTED) -> None:
+        super().__init__(message)
+
+    def _render_traceback_(self) -> list[str]:
+        return [str(self)]
+
+
+RunInterrupted.__name__ = RunInterrupted.__qualname__ = "KeyboardInterrupt"
+
+
+class RunFailed(Exception):
+    """A ``%%pi`` run ended in an error and ``raise_on_error`` is on; its output is drawn."""
+
+    def __init__(self, error: str, *, headless: bool) -> None:
+        why = "this run is headless" if headless else "raise_on_error is on"
+        super().__init__(
+            f"The %%pi run ended with an error: {error}\n"
+            f"(Raised because {why}, so a notebook run by nbconvert, papermill or CI fails here. "
+            "Pass --no-raise-on-error or set c.PiMagics.raise_on_error = False to go on.)"
+        )
+        self.error = error
+
+    def _render_traceback_(self) -> list[str]:
+        return [f"RunFailed: {self}"]

@@ -1,0 +1,101 @@
+"""What a ``%%pi`` run adds to the model requests its agent makes: ``--temperature``,
+``--seed`` where the model's API has one, and a local server's real context window.
+
+All three are set for one run and removed after it: the conversation's ``Agent`` keeps the
+user's own ``stream_fn`` and ``on_payload``, which still run (ours wrap them).
+
+* ``--temperature`` goes into the stream options every provider reads (Anthropic drops it
+  while thinking is on, as Pi does).
+* ``--seed`` exists in OpenAI-compatible chat completions (OpenAI, and llama.cpp, Ollama,
+  LM Studio and vLLM through that API); Pi's options have no seed, so it is added to the
+  request body of ``openai-completions`` models and reported as ignored for the others.
+* A model of a local server (``llama.cpp:``, ``ollama:``, ``lmstudio:``, ``vllm:``) starts
+  with a guessed context window; ``local_probe.probed_model`` asks the server once (cached
+  per server and model) so the window and ``max_tokens`` are the server's own.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+from collections.abc import Mapping
+from typing import Any
+
+from ..agent import Agent
+from ..ai.local_probe import probed_model
+from ..ai.models import LOCAL_SERVERS
+from ..ai.options import OnPayload
+from ..ai.types import Model
+
+__all__ = ["SEED_APIS", "RequestSettings", "seed_notice"]
+
+SEED_APIS = frozenset({"openai-completions"})
+
+
+def seed_notice(seed: int | None, model: Model) -> str | None:
+    """One line when ``--seed`` cannot reach ``model``'s API."""
+    if seed is None or model.api in SEED_APIS:
+        return None
+    return (
+        f"--seed is ignored: the API of {model.provider}:{model.id} takes no seed "
+        "(only OpenAI-compatible chat completions do)."
+    )
+
+
+class RequestSettings:
+    """Installs a run's request settings on ``agent`` (``install``) and removes them (``restore``)."""
+
+    def __init__(self, agent: Agent, *, temperature: float | None, seed: int | None) -> None:
+        self.agent = agent
+        self.temperature = temperature
+        self.seed = seed
+        self._saved: tuple[Any, OnPayload | None] | None = None
+
+    def install(self) -> None:
+        agent = self.agent
+        self._saved = (agent.stream_fn, agent.on_payload)
+        if self.temperature is not None:
+            agent.stream_fn = self._with_temperature(agent.stream_fn)
+        if self.seed is not None:
+            agent.on_payload = self._with_seed(agent.on_payload)
+
+    def restore(self) -> None:
+        if self._saved is not None:
+            self.agent.stream_fn, self.agent.on_payload = self._saved
+            self._saved = None
+
+    async def probe_local_server(self) -> None:
+        """Give a local server's model the server's own context window (never raises)."""
+        model = self.agent.state.model
+        if model.provider in LOCAL_SERVERS and model.base_url:
+            self.agent.state.model = await probed_model(model)
+
+    def _with_temperature(self, inner: Any) -> Any:
+        temperature = self.temperature
+
+        def stream_fn(model: Model, context: Any, options: Any = None) -> Any:
+            if dataclasses.is_dataclass(options) and not isinstance(options, type):
+                options = dataclasses.replace(options, temperature=temperature)
+            elif isinstance(options, Mapping):
+                options = {**options, "temperature": temperature}
+            elif options is None:
+                options = {"temperature": temperature}
+            return inner(model, context, options)
+
+        return stream_fn
+
+    def _with_seed(self, inner: OnPayload | None) -> OnPayload:
+        seed = self.seed
+
+        async def on_payload(payload: dict[str, Any], model: Model) -> dict[str, Any] | None:
+            if inner is not None:
+                replaced = inner(payload, model)
+                if inspect.isawaitable(replaced):
+                    replaced = await replaced
+                if replaced is not None:
+                    payload = replaced
+            if model.api in SEED_APIS:
+                payload = {**payload, "seed": seed}
+            return payload
+
+        return on_payload

@@ -1,0 +1,250 @@
+"""Feedback the user can trust, on a real ``InteractiveShell`` with the faux provider and
+loopback servers: notices that say why (headless approvals, an ignored thinking level),
+errors that say what to do, headless failures that fail the notebook, ``--temperature`` /
+``--seed`` on the request, and local servers' real context window."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import sys
+import threading
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from IPython.core.error import UsageError
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+from kernel_ipshell import ip_fixture, outputs, run  # noqa: F401
+from loopback import DROP, LoopbackServer, json_reply, sse
+
+from pi_notebook.ai.faux import FauxRegistration, faux_assistant_message
+from pi_notebook.ai.local_probe import clear_probe_cache
+from pi_notebook.ai.models import unregister_models
+from pi_notebook.notebook import conversations
+from pi_notebook.notebook.errors import RunFailed
+
+MODEL = "--model faux:faux-1"
+
+
+def pi(shell: Any, line: str, body: str) -> tuple[Any, Any]:
+    return run(shell, f"%%pi {line}\n{body}")
+
+
+def plain(captured: Any) -> str:
+    found = outputs(captured)
+    assert len(found) == 1, found
+    return str(found[0]["text/plain"])
+
+
+# --- notices --------------------------------------------------------------------------------------
+
+
+def test_headless_ask_says_it_became_deny_and_why(
+    ip: Any, faux: FauxRegistration, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("PI_NOTEBOOK_HEADLESS", "1")
+    faux.set_responses(["a"])
+    _, captured = pi(ip, f"{MODEL} --approve ask", "q")
+    assert (
+        "Headless run (PI_NOTEBOOK_HEADLESS=1): --approve ask became deny, since nobody can click "
+        "Approve; insert_cell, run_code, set_variable are blocked (pass --approve auto to allow them)."
+    ) in plain(captured)
+
+
+def test_ask_where_nobody_can_click_says_it_became_deny(ip: Any, faux: FauxRegistration) -> None:
+    ip.autoawait = False  # the plain cell magic: nothing answers a click
+    faux.set_responses(["a"])
+    _, captured = pi(ip, f"{MODEL} --approve ask", "q")
+    assert (
+        "so nothing answers a click. --approve ask became deny: insert_cell, run_code, set_variable "
+        "are blocked."
+    ) in plain(captured)
+
+
+def test_the_approval_notice_appears_only_when_a_gated_tool_is_on(
+    ip: Any, faux: FauxRegistration, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("PI_NOTEBOOK_HEADLESS", "1")
+    faux.set_responses(["a", "b", "c"])
+    _, captured = pi(ip, f"{MODEL} --tools read", "q")
+    assert plain(captured) == "> q\n\na\n"
+    _, captured = pi(ip, "--tools none", "q")
+    assert "Headless run" not in plain(captured)
+    _, captured = pi(ip, "--tools read,run_code", "q")
+    assert "Headless run: approvals follow --approve deny" in plain(captured)
+
+
+def test_an_ignored_thinking_level_is_said_once(ip: Any, faux: FauxRegistration) -> None:
+    faux.set_responses(["a", "b", "c"])
+    _, captured = pi(ip, f"{MODEL} --thinking high --tools none", "q")
+    note = "--thinking high is ignored: faux:faux-1 does not support reasoning."
+    assert note in plain(captured)
+    _, captured = pi(ip, "--tools none", "again")
+    assert "--thinking" not in plain(captured)
+    _, captured = pi(ip, "--thinking low --tools none", "and low")
+    assert "--thinking low is ignored" in plain(captured)
+
+
+# --- loopback servers for the shell (its cells run their own event loop) -------------------------
+
+
+@pytest.fixture
+def server() -> Iterator[LoopbackServer]:
+    """A loopback HTTP server on its own thread and loop, since a cell runs on the shell's loop."""
+    loop = asyncio.new_event_loop()
+    thread = threading.Thread(target=loop.run_forever, name="loopback", daemon=True)
+    thread.start()
+    srv = LoopbackServer()
+    asyncio.run_coroutine_threadsafe(srv.start(), loop).result(5)
+    try:
+        yield srv
+    finally:
+        asyncio.run_coroutine_threadsafe(srv.stop(), loop).result(5)
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(5)
+        loop.close()
+
+
+@pytest.fixture
+def local_server(monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[[str], None]]:
+    """Point ``llama.cpp:`` at an address; forget registered local models and probes after."""
+
+    def point(url: str) -> None:
+        monkeypatch.setenv("LLAMA_CPP_BASE_URL", url)
+
+    clear_probe_cache()
+    try:
+        yield point
+    finally:
+        clear_probe_cache()
+        unregister_models("llama.cpp")
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def chat_reply(text: str, usage: dict[str, int] | None = None) -> list[bytes]:
+    """A Chat Completions stream as llama-server sends it."""
+    head = {"id": "c1", "object": "chat.completion.chunk", "created": 1, "model": "tiny"}
+    chunks = [
+        {**head, "choices": [{"index": 0, "delta": {"role": "assistant", "content": text}}]},
+        {**head, "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]},
+    ]
+    if usage is not None:
+        chunks.append({**head, "choices": [], "usage": usage})
+    return [sse(c) for c in chunks] + [b"data: [DONE]\n\n"]
+
+
+# --- errors say what to do ------------------------------------------------------------------------
+
+
+def test_a_refused_local_server_names_its_address_and_variable(
+    ip: Any, local_server: Callable[[str], None]
+) -> None:
+    port = free_port()  # nothing listens there
+    local_server(f"http://127.0.0.1:{port}")
+    result, captured = pi(ip, "--model llama.cpp:tiny --tools none", "hello?")
+    assert result.error_in_exec is None  # interactive: the output says it, the cell goes on
+    shown = plain(captured)
+    assert (
+        f"Error: Cannot connect to http://127.0.0.1:{port}/v1 (ConnectError: "  # the cause's type is kept
+    ) in shown
+    assert shown.rstrip().endswith("Is the llama.cpp server running? Set LLAMA_CPP_BASE_URL to its address.")
+    assert ip.user_ns["_pi"].error_message.startswith("Connection error: ConnectError: ")
+
+
+def test_tokens_reported_before_a_failure_stay_in_the_footer(
+    ip: Any, server: LoopbackServer, local_server: Callable[[str], None]
+) -> None:
+    local_server(server.url)
+    server.queue(json_reply(404, {"error": "no /props here"}))  # the probe: not llama-server
+    usage = {"prompt_tokens": 321, "completion_tokens": 5, "total_tokens": 326}
+    server.queue_sse([*chat_reply("partial answer", usage)[:-1], DROP])  # cut before [DONE]
+    _, captured = pi(ip, "--model llama.cpp:tiny --tools none", "q")
+    [bundle] = outputs(captured)
+    assert "Error: " in bundle["text/plain"]
+    assert "321 in / 5 out tokens" in bundle["text/html"]
+
+
+# --- headless failures fail the notebook ----------------------------------------------------------
+
+
+FAILED = "429 rate limited, retry later"
+
+
+def test_a_headless_run_that_fails_raises_after_rendering(
+    ip: Any, faux: FauxRegistration, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("PI_NOTEBOOK_HEADLESS", "1")
+    faux.set_responses([faux_assistant_message([], stop_reason="error", error_message=FAILED)])
+    result, captured = pi(ip, f"{MODEL} --tools none", "q")
+    assert f"Error: {FAILED}" in plain(captured)  # drawn first
+    error = result.error_in_exec
+    assert isinstance(error, RunFailed)
+    assert str(error).startswith(
+        f"The %%pi run ended with an error: {FAILED}\n(Raised because this run is headless"
+    )
+    assert ip.user_ns["_pi"].stop_reason == "error"
+    faux.set_responses([faux_assistant_message([], stop_reason="error", error_message=FAILED)])
+    result, _ = pi(ip, "--tools none --no-raise-on-error", "q")
+    assert result.error_in_exec is None
+
+
+def test_interactive_runs_raise_only_when_asked(ip: Any, faux: FauxRegistration) -> None:
+    failed = faux_assistant_message([], stop_reason="error", error_message=FAILED)
+    faux.set_responses([failed, failed, failed, "fine"])
+    result, _ = pi(ip, f"{MODEL} --tools none", "q")
+    assert result.error_in_exec is None
+    result, _ = pi(ip, "--tools none --raise-on-error", "q")
+    assert isinstance(result.error_in_exec, RunFailed)
+    ip.run_line_magic("config", "PiMagics.raise_on_error = True")
+    result, _ = pi(ip, "--tools none", "q")
+    assert isinstance(result.error_in_exec, RunFailed)
+    result, _ = pi(ip, "--tools none", "q")
+    assert result.error_in_exec is None  # a run that succeeds never raises
+
+
+# --- --temperature, --seed and the local server's context window ----------------------------------
+
+
+def test_temperature_seed_and_the_probed_window_reach_the_request(
+    ip: Any, server: LoopbackServer, local_server: Callable[[str], None]
+) -> None:
+    local_server(server.url)
+    server.queue(json_reply(200, {"default_generation_settings": {"n_ctx": 4096}, "total_slots": 1}))
+    server.queue_sse(chat_reply("first"))
+    server.queue_sse(chat_reply("second"))
+    _, captured = pi(ip, "--model llama.cpp:tiny --tools none --temperature 0 --seed 7", "q")
+    assert "first" in plain(captured)
+    _, captured = pi(ip, "--tools none", "again")  # the settings were for one cell
+    assert "second" in plain(captured)
+    assert [(r.method, r.path) for r in server.requests] == [
+        ("GET", "/props"),  # asked once, before the first request; cached after
+        ("POST", "/v1/chat/completions"),
+        ("POST", "/v1/chat/completions"),
+    ]
+    first, second = (r.json for r in server.requests[1:])
+    assert (first["temperature"], first["seed"]) == (0.0, 7)
+    assert "temperature" not in second
+    assert "seed" not in second
+    model = ip.user_ns["_pi"].model
+    assert model == "llama.cpp:tiny"
+    agent = conversations.current()
+    assert (agent.state.model.context_window, agent.state.model.max_tokens) == (4096, 1024)
+    assert first["max_tokens"] <= 1024
+    assert second["max_tokens"] <= 1024
+
+
+def test_seed_is_said_to_be_ignored_where_the_api_has_none(ip: Any, faux: FauxRegistration) -> None:
+    faux.set_responses(["a"])
+    _, captured = pi(ip, f"{MODEL} --tools none --seed 3 --temperature 0.2", "q")
+    assert "--seed is ignored: the API of faux:faux-1 takes no seed" in plain(captured)
+    with pytest.raises(UsageError, match="--temperature must be between 0 and 2"):
+        ip.run_cell_magic("pi", "--temperature 5", "q")
