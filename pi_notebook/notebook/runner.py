@@ -41,7 +41,7 @@ from ..agent.types import (
 )
 from ..ai.abort import ABORT_MESSAGE, AbortSignal
 from ..ai.types import TextContent, UserMessage
-from .approval import ApprovalGate
+from .approval import ApprovalGate, activate, deactivate
 from .interrupts import MainThreadBridge, watch_sigint
 from .kernel_compat import get_kernel, install_comm_ack
 from .options import MODEL_ENV, RunOptions, parse_options
@@ -73,6 +73,10 @@ class PiRun:
         if not self.prompt:
             raise UsageError("%%pi needs a prompt: write it in the cell body")
         self.agent = self._conversation()
+        try:
+            self.state.load_mcp_config()
+        except (ValueError, RuntimeError) as exc:
+            raise UsageError(f"c.PiMagics.mcp_config: {exc}") from None
         text, refs = expand_references(self.prompt, shell.user_ns)
         content = [TextContent(text=text)] + ([TextContent(text=format_references(refs))] if refs else [])
         self.message = UserMessage(content=content)
@@ -142,19 +146,17 @@ class PiRun:
         agent = self.agent
         self.loop = asyncio.get_running_loop()
         self.tools.begin_run(dispatch, on_interrupt=self._interrupt_from_tool)
-        user_tools = [t for t in agent.state.tools if not is_notebook_tool(t)]
-        agent.state.tools = user_tools + self.tools.build(self.options.tools)
-        gate = ApprovalGate(
-            self.approval.policy,
-            request=self.view.request_approval if self.approval.policy == "ask" else None,
-            mark=self.view.resolve_approval,
-            headless=self.mode.headless.headless,
-        )
+        mcp_tools = await self.state.mcp_tools()  # the conversation's + notebook + MCP tools
+        mine = self.state.is_mcp_tool
+        user_tools = [t for t in agent.state.tools if not is_notebook_tool(t) and not mine(t)]
+        agent.state.tools = user_tools + self.tools.build(self.options.tools) + mcp_tools
+        gate = self._gate()
         user_before, user_stop = agent.before_tool_call, agent.should_stop_after_turn
         agent.before_tool_call = compose_before(user_before, gate)
         agent.should_stop_after_turn = self._stop_hook(user_stop)
         unsubscribe = agent.subscribe(self._listener)
         self.start_index = len(agent.state.messages)
+        token = activate(gate)  # ask_approval() in the user's hooks and tools asks through it
         try:
             if self.interrupted:  # interrupted before this loop existed (fallback): do not start
                 return
@@ -162,9 +164,28 @@ class PiRun:
         except asyncio.CancelledError:
             self.interrupted = True
         finally:
+            deactivate(token)
             self.finished = True
             unsubscribe()
             agent.before_tool_call, agent.should_stop_after_turn = user_before, user_stop
+
+    def _gate(self) -> ApprovalGate:
+        """The approval policies of this run: ``--approve``, the per-tool map, tools' own."""
+        return ApprovalGate(
+            self.approval.policy,
+            request=self.view.request_approval if self.mode.can_ask else None,
+            mark=self.view.resolve_approval,
+            note=self._note_approval,
+            approvals=self.state.approvals(),
+            headless=self.mode.headless.headless,
+            signal=lambda: self.agent.signal,
+        )
+
+    def _note_approval(self, tool_call_id: str, reason: str) -> None:
+        """Show a hook's reason for asking on the tool card (until the tool starts or ends)."""
+        card = self.view.state.tool_card(tool_call_id)
+        if card is not None:
+            card.progress = reason
 
     def _listener(self, event: Any, signal: AbortSignal) -> None:
         self.signal = signal
