@@ -201,6 +201,7 @@ def _make_tool(
     label: str | None,
     description: str | None,
     execution_mode: ToolExecutionMode | None,
+    *,
     requires_approval: bool = False,
 ) -> FunctionTool:
     tool_name = name or fn.__name__
@@ -251,5 +252,7 @@ def tool(
     ``requires_approval=True``: in a ``%%pi`` run the tool waits for Approve / Deny like
     ``run_code`` (see the approvals section of the magic's docs)."""
     if fn is not None:
-        return _make_tool(fn, name, label, description, execution_mode, requires_approval)
-    return lambda f: _make_tool(f, name, label, description, execution_mode, requires_approval)
+        return _make_tool(fn, name, label, description, execution_mode, requires_approval=requires_approval)
+    return lambda f: _make_tool(
+        f, name, label, description, execution_mode, requires_approval=requires_approval
+    )

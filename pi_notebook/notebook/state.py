@@ -189,6 +189,11 @@ class NotebookState:
             self._mcp = McpManager()
         return self._mcp
 
+    @property
+    def has_mcp(self) -> bool:
+        """Whether the MCP manager exists (without creating it)."""
+        return self._mcp is not None
+
     def load_mcp_config(self) -> list[str]:
         """Start the servers of ``c.PiMagics.mcp_config`` (once per path; returns at once with
         the names started). Raises ``ValueError`` / ``RuntimeError`` with a one-line reason."""
