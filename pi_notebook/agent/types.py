@@ -146,31 +146,28 @@ ToolExecute: TypeAlias = Callable[
 class UntitledJsonSchema(GenerateJsonSchema):
     """pydantic's JSON schema without the ``title`` keys it derives from field, model and enum
     names. Pi's tool schemas carry none, and a model that sees ``"title": "City"`` next to
-    every property may copy the titles into its arguments. Titles set explicitly
-    (``Field(title=...)``, ``ConfigDict(title=...)``) and every ``description`` are kept."""
+    every property may copy the titles into its arguments. Every ``description`` stays, and
+    so do titles set explicitly (``Field(title=...)``; a model's ``ConfigDict(title=...)``
+    unless it equals the class name)."""
 
     def field_title_should_be_set(self, schema: Any) -> bool:
         return False
 
-    def _update_class_schema(self, json_schema: JsonSchemaValue, cls: type[Any], config: Any) -> None:
-        had_title = "title" in json_schema
-        super()._update_class_schema(json_schema, cls, config)
-        explicit = config.get("title") is not None or config.get("model_title_generator") is not None
-        if not had_title and not explicit and json_schema.get("title") == cls.__name__:
-            del json_schema["title"]
-
     def generate(self, schema: core_schema.CoreSchema, mode: Any = "validation") -> JsonSchemaValue:
         result = super().generate(schema, mode)
-        # pydantic puts an enum's class name on it as a title after any generator hook runs
+        # a nested model or enum is a definition named after its class, with that as its title
         for name, definition in result.get("$defs", {}).items():
-            if "enum" in definition and definition.get("title") == name:
+            if isinstance(definition, dict) and definition.get("title") == name:
                 del definition["title"]
         return result
 
 
 def model_json_schema(model: type[BaseModel]) -> dict[str, Any]:
     """The JSON schema of a pydantic model as a tool's ``parameters``: no derived titles."""
-    return model.model_json_schema(schema_generator=UntitledJsonSchema)
+    schema = model.model_json_schema(schema_generator=UntitledJsonSchema)
+    if schema.get("title") == model.__name__:
+        del schema["title"]
+    return schema
 
 
 @dataclass(kw_only=True)

@@ -14,6 +14,8 @@ from typing import Any
 
 import pytest
 
+pytest.importorskip("mcp_types", reason="the MCP SDK is an optional extra: pip install 'pi-notebook[mcp]'")
+
 sys.path.insert(0, str(Path(__file__).parent))
 sys.path.insert(0, str(Path(__file__).parent.parent / "mcp"))
 

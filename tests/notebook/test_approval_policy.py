@@ -22,7 +22,6 @@ from pi_notebook.agent import AgentTool, AgentToolResult, BeforeToolCallResult, 
 from pi_notebook.agent.types import AgentContext, BeforeToolCallContext
 from pi_notebook.ai.faux import FauxRegistration, faux_assistant_message, faux_tool_call
 from pi_notebook.ai.types import AssistantMessage, TextContent, ToolCall
-from pi_notebook.mcp import McpTool
 from pi_notebook.notebook import conversations
 from pi_notebook.notebook.approval import ApprovalGate, ask_approval, check_approvals, tool_policy
 
@@ -71,8 +70,11 @@ def read_file(path: str) -> str:
     return f"contents of {path}"
 
 
-def mcp_tool(name: str, approval: Any) -> McpTool:
-    """A real ``McpTool`` with its own policy; its execute stands in for the server call."""
+def mcp_tool(name: str, approval: Any) -> AgentTool:
+    """A real ``McpTool`` with its own policy; its execute stands in for the server call.
+    (The MCP SDK is an optional extra: without it these tests skip.)"""
+    pytest.importorskip("mcp_types")
+    from pi_notebook.mcp import McpTool
 
     async def execute(*_: Any) -> AgentToolResult:
         return AgentToolResult(content=[TextContent(text=f"{name} ran")])

@@ -13,6 +13,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
+pytest.importorskip("mcp_types", reason="the MCP SDK is an optional extra: pip install 'pi-notebook[mcp]'")
 from IPython.core.error import UsageError
 
 sys.path.insert(0, str(Path(__file__).parent))
