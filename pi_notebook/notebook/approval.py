@@ -299,6 +299,8 @@ class ApprovalGate:
         approved = await _race_abort(self.request(tool_call_id), signal)
         if approved:
             self.approved.add(tool_call_id)
+            if reason and self.note is not None:
+                self.note(tool_call_id, "")  # answered: the card shows the tool's own progress
         else:
             self.denied.append(tool_call_id)
         return approved

@@ -182,9 +182,9 @@ class PiRun:
         )
 
     def _note_approval(self, tool_call_id: str, reason: str) -> None:
-        """Show a hook's reason for asking on the tool card (until the tool starts or ends)."""
+        """Show a hook's reason for asking on the tool card while it waits ("" clears it)."""
         card = self.view.state.tool_card(tool_call_id)
-        if card is not None:
+        if card is not None:  # cleared on Approve, before the tool runs and reports progress
             card.progress = reason
 
     def _listener(self, event: Any, signal: AbortSignal) -> None:

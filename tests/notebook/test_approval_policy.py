@@ -260,4 +260,4 @@ def test_the_gate_asks_once_per_call_and_shows_the_hooks_reason() -> None:
     assert (approved, first) == (True, None)
     assert second == BeforeToolCallResult(block=True, reason="Tool call denied by the user.")
     assert asked == ["c1", "c2"]
-    assert notes == [("c1", "because")]
+    assert notes == [("c1", "because"), ("c1", "")]  # shown while waiting, cleared once approved
