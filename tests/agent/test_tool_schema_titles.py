@@ -65,7 +65,8 @@ def test_pydantic_model_parameters_have_no_derived_titles_at_any_depth() -> None
     point = schema["$defs"]["Point"]
     assert point["description"] == "A point on the plane."
     assert point["properties"]["x"] == {"description": "Horizontal position.", "type": "integer"}
-    assert schema["$defs"]["Colour"] == {"description": "A colour.", "enum": ["red", "blue"], "type": "string"}
+    colour = {"description": "A colour.", "enum": ["red", "blue"], "type": "string"}
+    assert schema["$defs"]["Colour"] == colour
 
 
 def test_decorated_function_schema_has_no_titles_for_nested_models() -> None:
