@@ -122,14 +122,6 @@ def _sphinx_params(lines: list[str]) -> dict[str, str]:
 # --- the decorator -------------------------------------------------------------------------------
 
 
-def _strip_titles(schema: dict[str, Any]) -> None:
-    """pydantic adds a ``title`` to the root and every property; models never need them."""
-    schema.pop("title", None)
-    for prop in schema.get("properties", {}).values():
-        if isinstance(prop, dict):
-            prop.pop("title", None)
-
-
 def _has_description(annotation: Any) -> bool:
     if typing.get_origin(annotation) is not Annotated:
         return False
@@ -154,7 +146,8 @@ def _parameters_model(fn: Callable[..., Any], tool_name: str, docs: Docstring) -
         else:
             fields[param.name] = (annotation, default)
     class_name = "".join(part.capitalize() for part in tool_name.split("_")) + "Params"
-    config = ConfigDict(protected_namespaces=(), json_schema_extra=_strip_titles)
+    # No derived titles (``AgentTool.json_schema`` drops them, nested models too).
+    config = ConfigDict(protected_namespaces=())
     model: type[BaseModel] = create_model(class_name, __config__=config, **fields)
     return model
 
@@ -208,6 +201,8 @@ def _make_tool(
     label: str | None,
     description: str | None,
     execution_mode: ToolExecutionMode | None,
+    *,
+    requires_approval: bool = False,
 ) -> FunctionTool:
     tool_name = name or fn.__name__
     docs = parse_docstring(fn.__doc__)
@@ -219,6 +214,7 @@ def _make_tool(
         parameters=model,
         execute=_make_execute(fn, model),
         execution_mode=execution_mode,
+        requires_approval=requires_approval,
         fn=fn,
     )
     made.__wrapped__ = fn  # type: ignore[attr-defined]
@@ -237,6 +233,7 @@ def tool(
     label: str | None = None,
     description: str | None = None,
     execution_mode: ToolExecutionMode | None = None,
+    requires_approval: bool = False,
 ) -> Callable[[Callable[..., Any]], FunctionTool]: ...
 
 
@@ -248,9 +245,14 @@ def tool(
     label: str | None = None,
     description: str | None = None,
     execution_mode: ToolExecutionMode | None = None,
+    requires_approval: bool = False,
 ) -> FunctionTool | Callable[[Callable[..., Any]], FunctionTool]:
     """Turn a typed function (sync or async) into an ``AgentTool``: ``@tool`` or
-    ``@tool(name=..., label=..., description=..., execution_mode=...)``."""
+    ``@tool(name=..., label=..., description=..., execution_mode=..., requires_approval=...)``.
+    ``requires_approval=True``: in a ``%%pi`` run the tool waits for Approve / Deny like
+    ``run_code`` (see the approvals section of the magic's docs)."""
     if fn is not None:
-        return _make_tool(fn, name, label, description, execution_mode)
-    return lambda f: _make_tool(f, name, label, description, execution_mode)
+        return _make_tool(fn, name, label, description, execution_mode, requires_approval=requires_approval)
+    return lambda f: _make_tool(
+        f, name, label, description, execution_mode, requires_approval=requires_approval
+    )

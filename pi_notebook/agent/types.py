@@ -19,6 +19,8 @@ from inspect import isawaitable
 from typing import Any, Literal, Protocol, TypeAlias, cast
 
 from pydantic import BaseModel
+from pydantic.json_schema import GenerateJsonSchema, JsonSchemaValue
+from pydantic_core import core_schema
 
 from ..ai.abort import AbortSignal
 from ..ai.event_stream import AssistantMessageEventStream
@@ -141,11 +143,41 @@ ToolExecute: TypeAlias = Callable[
 ]
 
 
+class UntitledJsonSchema(GenerateJsonSchema):
+    """pydantic's JSON schema without the ``title`` keys it derives from field, model and enum
+    names. Pi's tool schemas carry none, and a model that sees ``"title": "City"`` next to
+    every property may copy the titles into its arguments. Every ``description`` stays, and
+    so do titles set explicitly (``Field(title=...)``; a model's ``ConfigDict(title=...)``
+    unless it equals the class name)."""
+
+    def field_title_should_be_set(self, schema: Any) -> bool:
+        return False
+
+    def generate(self, schema: core_schema.CoreSchema, mode: Any = "validation") -> JsonSchemaValue:
+        result = super().generate(schema, mode)
+        # a nested model or enum is a definition named after its class, with that as its title
+        for name, definition in result.get("$defs", {}).items():
+            if isinstance(definition, dict) and definition.get("title") == name:
+                del definition["title"]
+        return result
+
+
+def model_json_schema(model: type[BaseModel]) -> dict[str, Any]:
+    """The JSON schema of a pydantic model as a tool's ``parameters``: no derived titles."""
+    schema = model.model_json_schema(schema_generator=UntitledJsonSchema)
+    if schema.get("title") == model.__name__:
+        del schema["title"]
+    return schema
+
+
 @dataclass(kw_only=True)
 class AgentTool:
     """A tool the agent can run. ``parameters`` is a JSON-schema dict (validated with Pi's
     lenient coercion) or a pydantic model class (validated by pydantic; ``execute`` then gets
-    the model instance). ``execute`` may be async or sync; sync runs in a worker thread."""
+    the model instance). ``execute`` may be async or sync; sync runs in a worker thread.
+
+    ``requires_approval``: a host that asks the user before state-changing tools run (the
+    notebook's ``%%pi``) asks before this one too; the agent loop itself ignores it."""
 
     name: str
     description: str
@@ -154,6 +186,7 @@ class AgentTool:
     label: str = ""
     prepare_arguments: Callable[[Any], Any] | None = None
     execution_mode: ToolExecutionMode | None = None
+    requires_approval: bool = False
     _tool_cache: tuple[tuple[Any, ...], Tool] | None = field(
         default=None, init=False, repr=False, compare=False
     )
@@ -166,7 +199,7 @@ class AgentTool:
         params = self.parameters
         if isinstance(params, dict):
             return params
-        return params.model_json_schema()
+        return model_json_schema(params)
 
     def to_tool(self) -> Tool:
         """The provider-facing definition: name, description, JSON schema, plus ``label`` and

@@ -77,8 +77,8 @@ def agent_tool_name(server: str, tool: str, *, force_hash: bool = False) -> str:
 @dataclass(kw_only=True, eq=False)
 class McpTool(AgentTool):
     """An ``AgentTool`` backed by a tool of an MCP server, with its approval metadata:
-    ``approval`` is ``ask`` unless the server's config says otherwise, and
-    ``requires_approval`` is true unless it is ``auto``."""
+    ``approval`` is the tool's own policy, ``ask`` unless the server's config says otherwise;
+    ``requires_approval`` (the ``AgentTool`` field) follows it: true unless it is ``auto``."""
 
     server_name: str = ""
     mcp_name: str = ""
@@ -86,9 +86,9 @@ class McpTool(AgentTool):
     annotations: dict[str, Any] | None = None
     output_schema: dict[str, Any] | None = None
 
-    @property
-    def requires_approval(self) -> bool:
-        return self.approval != "auto"
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        self.requires_approval = self.approval != "auto"
 
 
 # --- results -------------------------------------------------------------------------------------

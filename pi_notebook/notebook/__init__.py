@@ -8,9 +8,11 @@ ipywidgets.
   updates and Stop / Approve / Deny / steering controls; ``run_view``: the ``RunView`` protocol
   the runner draws into, and ``StaticView``.
 * ``state``: ``NotebookState``, one per shell: conversations, defaults, notebook tools, cell
-  error log, approval setup, and the observer hooks a conversation recorder plugs into.
+  error log, approval setup, the kernel's MCP servers, and the observer hooks a conversation
+  recorder plugs into.
 * ``options`` (``PiConfig``, the ``%%pi`` parser), ``magics`` (``PiMagics``: ``%%pi``
-  fallback and ``%pi``), ``runner`` (one run), ``extension`` (``%load_ext``), ``approval``,
+  fallback and ``%pi``), ``runner`` (one run), ``extension`` (``%load_ext``), ``approval``
+  (policies, the gate, ``ask_approval`` for user hooks), ``mcp_magic`` (``%pi mcp``),
   ``interrupts`` (SIGINT and the fallback's main-thread bridge), ``tools`` and ``cells`` (the
   notebook tools), ``references`` (bounded, secret-safe summaries), ``result`` (``PiResult``),
   ``conversations`` (the functions behind ``pi_notebook.current()``), ``faux_stand_in``.

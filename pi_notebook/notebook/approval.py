@@ -1,8 +1,22 @@
-"""Approval policy for tools that change kernel state, and headless detection.
+"""Approval policy for tools that change state, the per-tool policy map, the gate that applies
+them, ``ask_approval`` for user hooks, and headless detection.
 
 Policies: ``ask`` (Approve / Deny buttons on the tool card), ``auto`` (run without asking),
-``deny`` (block; the model gets a tool result saying why). Only the state-changing notebook
-tools (``run_code``, ``insert_cell``, ``set_variable``) are gated; read-only tools never are.
+``deny`` (block; the model gets a tool result saying why). Which policy a tool call gets,
+first match wins:
+
+1. an entry for the tool in ``c.PiMagics.approvals`` (its exact name, else the longest
+   matching glob pattern such as ``"files__*"``);
+2. the tool's own policy: an ``approval`` attribute of ``ask``/``auto``/``deny`` (every
+   ``McpTool`` has one, from its server's ``approve`` config, ``ask`` by default);
+3. the run's policy (``--approve``, ``c.PiMagics.approve``, else the default below) for the
+   tools that need approval: the state-changing notebook tools (``run_code``,
+   ``insert_cell``, ``set_variable``) and every tool with ``requires_approval`` set
+   (``@tool(requires_approval=True)``);
+4. any other tool runs without asking.
+
+``ask`` where nobody can click (headless, inactive controls) becomes ``deny``, and the tool
+result says why.
 
 Headless detection (a run with nobody to click must never wait for a human):
 
@@ -22,12 +36,15 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from contextvars import ContextVar, Token
 from dataclasses import dataclass
+from fnmatch import fnmatchcase
 from typing import Any, Literal, TypeAlias
 
-from ..agent.types import BeforeToolCallContext, BeforeToolCallResult
+from ..agent.types import AgentTool, BeforeToolCallContext, BeforeToolCallResult
 from ..ai.abort import AbortSignal
+from ..ai.types import ToolCall
 from .kernel_compat import execute_request_content, get_kernel, inactive_controls_reason, widgets_available
 from .tools import WRITE_TOOLS
 
@@ -148,13 +165,89 @@ def policy_denied_reason(policy: Policy, headless: bool) -> str:
 
 RequestApproval: TypeAlias = Callable[[str], "asyncio.Future[bool] | Awaitable[bool]"]
 MarkApproval: TypeAlias = Callable[[str, bool], None]
+NoteApproval: TypeAlias = Callable[[str, str], None]
+"""Show why a call waits for approval (the reason a hook gave) on its tool card."""
+
+
+@dataclass(frozen=True, slots=True)
+class ToolPolicy:
+    """The policy of one tool and where it came from (for the reason of a denial)."""
+
+    policy: Policy
+    source: Literal["config", "tool", "run"]
+    key: str = ""
+    """The ``c.PiMagics.approvals`` entry that matched (source ``config``)."""
+
+
+def check_approvals(value: Any) -> dict[str, Policy]:
+    """A valid ``c.PiMagics.approvals`` map (tool name or glob pattern -> policy); raises
+    ``ValueError`` naming the bad entry."""
+    if not isinstance(value, Mapping):
+        raise ValueError("PiMagics.approvals maps tool names to ask, auto or deny")
+    out: dict[str, Policy] = {}
+    for name, policy in value.items():
+        text = str(policy).strip().lower()
+        if not isinstance(name, str) or not name or text not in POLICIES:
+            raise ValueError(
+                f"PiMagics.approvals[{name!r}] must be one of ask, auto, deny, not {policy!r}"
+            )
+        out[name] = text
+    return out
+
+
+def configured_policy(approvals: Mapping[str, Policy], name: str) -> tuple[str, Policy] | None:
+    """The ``approvals`` entry for tool ``name``: its exact name, else the longest matching
+    glob pattern (``files__*`` covers every tool of the MCP server ``files``)."""
+    if name in approvals:
+        return name, approvals[name]
+    patterns = [key for key in approvals if any(c in key for c in "*?[") and fnmatchcase(name, key)]
+    if not patterns:
+        return None
+    best = max(patterns, key=len)
+    return best, approvals[best]
+
+
+def own_policy(tool: AgentTool | None) -> Policy | None:
+    """A tool's own policy: its ``approval`` attribute (``McpTool`` has one), if valid."""
+    value = getattr(tool, "approval", None)
+    return value if value in POLICIES else None
+
+
+def tool_policy(
+    name: str, tool: AgentTool | None, approvals: Mapping[str, Policy], run_policy: Policy
+) -> ToolPolicy | None:
+    """The policy of a call of ``name`` (``None``: not gated); see the module docstring."""
+    found = configured_policy(approvals, name)
+    if found is not None:
+        return ToolPolicy(found[1], "config", found[0])
+    own = own_policy(tool)
+    if own is not None:
+        return ToolPolicy(own, "tool")
+    if name in STATE_CHANGING_TOOLS or (tool is not None and tool.requires_approval):
+        return ToolPolicy(run_policy, "run")
+    return None
+
+
+def denied_reason(name: str, decision: ToolPolicy, *, headless: bool) -> str:
+    """What the model reads when the policy (not a click) blocked a call of ``name``."""
+    if decision.source == "run":
+        return policy_denied_reason(decision.policy, headless)
+    config = decision.source == "config"
+    where = f"c.PiMagics.approvals[{decision.key!r}]" if config else "its own approval policy"
+    if decision.policy == "deny":
+        return f"Tool call denied: {name} is blocked by {where} ('deny')."
+    nobody = "this run is headless" if headless else "nobody can click Approve in this run"
+    return f"Tool call denied: {name} needs approval ({where} is 'ask') and {nobody}."
 
 
 class ApprovalGate:
-    """A ``before_tool_call`` hook applying ``policy`` to the tools in ``gated``.
+    """A ``before_tool_call`` hook applying the approval policies of a run.
 
-    ``request(tool_call_id)`` asks the user (the live view's Approve / Deny); ``mark`` tells the
-    view the outcome of a policy decision so the card shows it.
+    ``policy``: the run's policy (already resolved: ``ask`` only when someone can click).
+    ``approvals``: the per-tool map. ``request(tool_call_id)`` asks the user (the live view's
+    Approve / Deny; ``None`` when nobody can click); ``mark`` shows a decision taken without
+    asking on the card; ``note`` shows a hook's reason on the card; ``signal()`` is the run's
+    abort signal, which ends a wait for a click.
     """
 
     def __init__(
@@ -163,40 +256,106 @@ class ApprovalGate:
         *,
         request: RequestApproval | None = None,
         mark: MarkApproval | None = None,
-        gated: frozenset[str] = STATE_CHANGING_TOOLS,
+        note: NoteApproval | None = None,
+        approvals: Mapping[str, Policy] | None = None,
         headless: bool = False,
+        signal: Callable[[], AbortSignal | None] | None = None,
     ) -> None:
         if policy == "ask" and request is None:
             raise ValueError("policy 'ask' needs a way to ask")
-        self.policy, self.request, self.mark, self.gated, self.headless = (
-            policy,
-            request,
-            mark,
-            gated,
-            headless,
-        )
+        self.policy, self.request, self.mark, self.note = policy, request, mark, note
+        self.approvals: dict[str, Policy] = dict(approvals or {})
+        self.headless = headless
+        self._signal = signal
         self.denied: list[str] = []
+        self.approved: set[str] = set()
+        """Calls the user approved through ``ask_approval``: the gate does not ask twice."""
+
+    def decision(self, name: str, tool: AgentTool | None) -> ToolPolicy | None:
+        return tool_policy(name, tool, self.approvals, self.policy)
 
     async def __call__(
         self, ctx: BeforeToolCallContext, signal: AbortSignal | None = None
     ) -> BeforeToolCallResult | None:
         call = ctx.tool_call
-        if call.name not in self.gated or self.policy == "auto":
+        decision = self.decision(call.name, find_tool(ctx.context.tools, call.name))
+        if decision is None or decision.policy == "auto":
             return None
-        if self.policy == "deny":
+        if decision.policy == "ask" and call.id in self.approved:
+            return None
+        if decision.policy == "deny" or self.request is None:
             self._mark(call.id, False)
             self.denied.append(call.id)
-            return BeforeToolCallResult(block=True, reason=policy_denied_reason(self.policy, self.headless))
-        assert self.request is not None
-        approved = await _race_abort(self.request(call.id), signal)
-        if approved:
+            reason = denied_reason(call.name, decision, headless=self.headless)
+            return BeforeToolCallResult(block=True, reason=reason)
+        if await self.ask(call.id, signal=signal):
             return None
-        self.denied.append(call.id)
         return BeforeToolCallResult(block=True, reason=USER_DENIED)
+
+    async def ask(
+        self, tool_call_id: str, reason: str | None = None, signal: AbortSignal | None = None
+    ) -> bool:
+        """Ask the user about one call (Approve / Deny on its card); ``False`` at once when
+        nobody can click, and as soon as the run is aborted."""
+        if self.request is None:
+            self._mark(tool_call_id, False)
+            self.denied.append(tool_call_id)
+            return False
+        if reason and self.note is not None:
+            self.note(tool_call_id, reason)
+        if signal is None and self._signal is not None:
+            signal = self._signal()
+        approved = await _race_abort(self.request(tool_call_id), signal)
+        if approved:
+            self.approved.add(tool_call_id)
+            if reason and self.note is not None:
+                self.note(tool_call_id, "")  # answered: the card shows the tool's own progress
+        else:
+            self.denied.append(tool_call_id)
+        return approved
 
     def _mark(self, tool_call_id: str, approved: bool) -> None:
         if self.mark is not None:
             self.mark(tool_call_id, approved)
+
+
+def find_tool(tools: Sequence[AgentTool] | None, name: str) -> AgentTool | None:
+    return next((t for t in tools or () if t.name == name), None)
+
+
+# --- asking from a user hook ---------------------------------------------------------------------
+
+_ACTIVE: ContextVar[ApprovalGate | None] = ContextVar("pi_notebook_approval_gate", default=None)
+
+
+def activate(gate: ApprovalGate) -> Token[ApprovalGate | None]:
+    """Make ``gate`` the one ``ask_approval`` uses in this context (the runner, per run)."""
+    return _ACTIVE.set(gate)
+
+
+def deactivate(token: Token[ApprovalGate | None]) -> None:
+    _ACTIVE.reset(token)
+
+
+async def ask_approval(
+    tool_call: ToolCall | str, reason: str | None = None, signal: AbortSignal | None = None
+) -> bool:
+    """Ask the user to approve ``tool_call`` (a ``ToolCall`` or its id) with Approve / Deny on
+    its tool card, showing ``reason``; ``True`` when approved.
+
+    For code running inside a ``%%pi`` run: its ``before_tool_call`` hook, typically, or a
+    tool. Where nobody can click (headless, ``--text``, inactive controls) the answer is
+    ``False`` at once, and a Stop or interrupt answers ``False`` too. A call approved here is
+    not asked about again by the run's own policy (a ``deny`` policy still blocks it).
+    """
+    gate = _ACTIVE.get()
+    if gate is None:
+        raise RuntimeError(
+            "ask_approval works only while a %%pi run is going (in its before_tool_call hook or a "
+            "tool); outside one there is nobody to ask."
+        )
+    call_id = tool_call if isinstance(tool_call, str) else tool_call.id
+    return await gate.ask(call_id, reason, signal)
 
 
 async def _race_abort(answer: asyncio.Future[bool] | Awaitable[bool], signal: AbortSignal | None) -> bool:

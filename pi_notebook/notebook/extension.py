@@ -15,11 +15,13 @@ cell, so it does the cheap check first.
 
 Loading also registers ``PiMagics`` (``%%pi`` fallback, ``%pi``), a ``post_run_cell`` hook
 that records cell errors for ``read_cells``, and, on ipykernel >= 7.4, the ``comm_msg``
-status wrapper (``kernel_compat.install_comm_ack``). Loading twice is harmless.
+status wrapper (``kernel_compat.install_comm_ack``), and starts the MCP servers of
+``c.PiMagics.mcp_config`` if set. Loading twice is harmless.
 """
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 from .kernel_compat import can_await, get_kernel, install_comm_ack, uninstall_comm_ack
@@ -85,6 +87,10 @@ def load_ipython_extension(shell: Any) -> None:
     kernel = get_kernel(shell)
     if kernel is not None:
         install_comm_ack(kernel)
+    try:
+        state.load_mcp_config()  # starts the servers; they connect while the user works
+    except (ValueError, RuntimeError) as exc:  # the first %%pi retries and reports it again
+        print(f"pi_notebook: c.PiMagics.mcp_config: {exc}", file=sys.stderr)
 
 
 def unload_ipython_extension(shell: Any) -> None:

@@ -21,6 +21,7 @@ from ..ai.models import THINKING_LEVELS
 from ..ai.types import ThinkingLevel
 from .approval import RunMode
 from .kernel_compat import can_await
+from .mcp_magic import mcp_command
 from .options import DEFAULT_NAME, MODEL_ENV, PARSER, PiConfig, model_option
 from .references import truncate
 from .result import sum_usage
@@ -61,6 +62,9 @@ HELP = """\
   reset                   clear the conversation
   tools [SPEC]            show or set the default --tools
   steer TEXT              queue a steering message for the running (or next) run
+  mcp add NAME -- CMD...  start an MCP server (stdio); its tools join every %%pi run
+  mcp add NAME URL [--header NAME=ENVVAR ...]   an MCP server over Streamable HTTP
+  mcp list | remove NAME  show the MCP servers (state, tools, reason) / stop one
   help                    this text
 """
 
@@ -155,6 +159,7 @@ def _status_cmd(magics: PiMagics, name: str | None, rest: str) -> None:
         f"tokens: {usage.input} in, {usage.output} out; cost: ${usage.cost.total:.4f}",
         f"tools: {magics.tools}",
         f"approve: {state.explain_approval(mode)}",
+        *_approvals_lines(state),
         f"controls: {controls_line(mode)}",
         f"headless: {'yes' if headless.headless else 'no'} ({headless.reason})",
     ]
@@ -168,6 +173,17 @@ def controls_line(mode: RunMode) -> str:
     if mode.headless.headless:
         return "inactive: headless run, nobody can click"
     return (mode.reason or "inactive").replace("Controls inactive: ", "inactive: ", 1)
+
+
+def _approvals_lines(state: NotebookState) -> list[str]:
+    """``%pi status`` lines for the per-tool policies and the MCP servers, when there are any."""
+    lines = []
+    if approvals := state.approvals():
+        lines.append("approvals: " + ", ".join(f"{name}={policy}" for name, policy in approvals.items()))
+    if state.has_mcp and (servers := state.mcp.list()):
+        ready = sum(1 for s in servers if s.state == "ready")
+        lines.append(f"mcp: {len(servers)} server{'' if len(servers) == 1 else 's'}, {ready} ready")
+    return lines
 
 
 def history_line(message: Any) -> str:
@@ -215,10 +231,14 @@ def _tools_cmd(magics: PiMagics, name: str | None, rest: str) -> None:
         except Exception as exc:
             raise UsageError(str(exc)) from None
     enabled = parse_tools_spec(magics.tools)
-    extra = [t.name for t in conversation(magics.state, name).state.tools if not is_notebook_tool(t)]
+    state = magics.state
+    tools = conversation(state, name).state.tools
+    extra = [t.name for t in tools if not is_notebook_tool(t) and not state.is_mcp_tool(t)]
     print(f"notebook tools: {', '.join(enabled) or 'none'}")
     if extra:
         print(f"other tools on the agent: {', '.join(extra)}")
+    if state.has_mcp and (mcp := [t.name for t in state.mcp.tools()]):
+        print(f"MCP tools: {', '.join(mcp)}")
 
 
 def _steer_cmd(magics: PiMagics, name: str | None, rest: str) -> None:
@@ -227,6 +247,10 @@ def _steer_cmd(magics: PiMagics, name: str | None, rest: str) -> None:
     agent = conversation(magics.state, name)
     agent.steer(rest)
     print("steering message queued" + ("" if agent.state.is_streaming else " for the next run"))
+
+
+def _mcp_cmd(magics: PiMagics, name: str | None, rest: str) -> None:
+    mcp_command(magics.state, rest)
 
 
 def _help_cmd(magics: PiMagics, name: str | None, rest: str) -> None:
@@ -241,5 +265,6 @@ _SUBCOMMANDS = {
     "reset": _reset_cmd,
     "tools": _tools_cmd,
     "steer": _steer_cmd,
+    "mcp": _mcp_cmd,
     "help": _help_cmd,
 }

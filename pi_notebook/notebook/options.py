@@ -18,13 +18,13 @@ from typing import Any, cast
 
 from IPython.core.error import UsageError
 from IPython.core.magic_arguments import MagicArgumentParser
-from traitlets import Bool, CaselessStrEnum, Float, Int, Unicode, validate
+from traitlets import Bool, CaselessStrEnum, Dict, Float, Int, Unicode, validate
 from traitlets.config import Configurable
 
 from ..ai.models import THINKING_LEVELS
 from ..ai.models import resolve_model as catalogue_resolve_model
 from ..ai.types import Model
-from .approval import POLICIES, Policy
+from .approval import POLICIES, Policy, check_approvals
 from .faux_stand_in import FAUX_PROVIDER, stand_in_model
 from .tools import parse_tools_spec
 
@@ -80,6 +80,14 @@ class PiConfig(Configurable):
     approve = Unicode(
         "", help="Default approval policy ask|auto|deny; empty: ask interactive, deny headless."
     ).tag(config=True)
+    approvals = Dict(
+        help="Per-tool approval policy, tool name or glob pattern -> ask|auto|deny; an entry wins "
+        "over the tool's own policy (MCP config) and over --approve.",
+    ).tag(config=True)
+    mcp_config = Unicode(
+        "", help="Path of a JSON file of MCP servers ({\"mcpServers\": {...}}), started when the "
+        "extension loads (or on the first %%pi)."
+    ).tag(config=True)
     max_turns = Int(0, help="Default --max-turns (0: no limit).").tag(config=True)
     text = Bool(False, help="Plain-text output by default (no widgets).").tag(config=True)
     raise_on_error = Bool(
@@ -103,6 +111,10 @@ class PiConfig(Configurable):
         if value and value not in POLICIES:
             raise ValueError(f"PiMagics.approve must be one of ask, auto, deny or empty, not {value!r}")
         return value
+
+    @validate("approvals")
+    def _check_approvals(self, proposal: Any) -> dict[str, Policy]:
+        return check_approvals(proposal["value"])
 
     @validate("tools")
     def _check_tools(self, proposal: Any) -> str:

@@ -42,7 +42,7 @@ from ..agent.types import (
 )
 from ..ai.abort import ABORT_MESSAGE, AbortSignal
 from ..ai.types import TextContent, UserMessage
-from .approval import STATE_CHANGING_TOOLS, ApprovalGate
+from .approval import STATE_CHANGING_TOOLS, ApprovalGate, activate, deactivate
 from .errors import RunFailed, RunInterrupted, explain_error
 from .interrupts import MainThreadBridge, watch_sigint
 from .kernel_compat import cell_running, get_kernel, install_comm_ack
@@ -77,6 +77,10 @@ class PiRun:
         if not self.prompt:
             raise UsageError("%%pi needs a prompt: write it in the cell body")
         self.agent = self._conversation()
+        try:
+            self.state.load_mcp_config()
+        except (ValueError, RuntimeError) as exc:
+            raise UsageError(f"c.PiMagics.mcp_config: {exc}") from None
         text, refs = expand_references(self.prompt, shell.user_ns)
         content = [TextContent(text=text)] + ([TextContent(text=format_references(refs))] if refs else [])
         self.message = UserMessage(content=content)
@@ -166,20 +170,18 @@ class PiRun:
         self.tools.begin_run(
             dispatch, self._interrupt_from_tool, model=agent.state.model, headless=self.mode.headless.headless
         )
-        user_tools = [t for t in agent.state.tools if not is_notebook_tool(t)]
-        agent.state.tools = user_tools + self.tools.build(self.options.tools)
-        gate = ApprovalGate(
-            self.approval.policy,
-            request=self.view.request_approval if self.approval.policy == "ask" else None,
-            mark=self.view.resolve_approval,
-            headless=self.mode.headless.headless,
-        )
+        mcp_tools = await self.state.mcp_tools()  # the conversation's + notebook + MCP tools
+        mine = self.state.is_mcp_tool
+        user_tools = [t for t in agent.state.tools if not is_notebook_tool(t) and not mine(t)]
+        agent.state.tools = user_tools + self.tools.build(self.options.tools) + mcp_tools
+        gate = self._gate()
         user_before, user_stop = agent.before_tool_call, agent.should_stop_after_turn
         agent.before_tool_call = compose_before(user_before, gate)
         agent.should_stop_after_turn = self._stop_hook(user_stop)
         unsubscribe = agent.subscribe(self._listener)
         self.start_index = len(agent.state.messages)
         self.requests.install()
+        token = activate(gate)  # ask_approval() in the user's hooks and tools asks through it
         try:
             if self.interrupted:  # interrupted before this loop existed (fallback): do not start
                 return
@@ -188,10 +190,29 @@ class PiRun:
         except asyncio.CancelledError:
             self.interrupted = True
         finally:
+            deactivate(token)
             self.finished = True
             unsubscribe()
             self.requests.restore()
             agent.before_tool_call, agent.should_stop_after_turn = user_before, user_stop
+
+    def _gate(self) -> ApprovalGate:
+        """The approval policies of this run: ``--approve``, the per-tool map, tools' own."""
+        return ApprovalGate(
+            self.approval.policy,
+            request=self.view.request_approval if self.mode.can_ask else None,
+            mark=self.view.resolve_approval,
+            note=self._note_approval,
+            approvals=self.state.approvals(),
+            headless=self.mode.headless.headless,
+            signal=lambda: self.agent.signal,
+        )
+
+    def _note_approval(self, tool_call_id: str, reason: str) -> None:
+        """Show a hook's reason for asking on the tool card while it waits ("" clears it)."""
+        card = self.view.state.tool_card(tool_call_id)
+        if card is not None:  # cleared on Approve, before the tool runs and reports progress
+            card.progress = reason
 
     def _listener(self, event: Any, signal: AbortSignal) -> None:
         self.signal = signal

@@ -3,20 +3,22 @@
 One object per ``InteractiveShell`` (``state_for(shell)``) owns the conversations (one
 ``Agent`` per name), the configured defaults (``PiConfig``, the ``PiMagics`` of a loaded
 extension), the notebook tools and the cell error log they read, and how a run's approval
-policy is chosen. It is also the place where a recorder of the conversations plugs in: an
-observer added with ``observe`` hears when a conversation is created or reset, when a run
-starts and ends, and every message appended to a conversation (a ``message_end`` event,
-whether the run came from ``%%pi`` or from Python code awaiting the ``Agent``).
+policy is chosen, and the MCP servers of the kernel (one ``McpManager``, created on first
+use: ``%pi mcp``, ``c.PiMagics.mcp_config``). It is also the place where a recorder of the
+conversations plugs in: an observer added with ``observe`` hears when a conversation is
+created or reset, when a run starts and ends, and every message appended to a conversation (a
+``message_end`` event, whether the run came from ``%%pi`` or from Python code awaiting the ``Agent``).
 """
 
 from __future__ import annotations
 
+import asyncio
 import weakref
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..agent import Agent
-from ..agent.types import MessageEndEvent
+from ..agent.types import AgentTool, MessageEndEvent
 from ..ai.abort import AbortSignal
 from ..ai.entry import stream_simple
 from ..ai.types import UserMessage
@@ -25,6 +27,11 @@ from .cells import CellErrorLog
 from .options import DEFAULT_NAME, PiConfig, resolve_model
 from .result import PiResult
 from .tools import NotebookTools
+
+if TYPE_CHECKING:
+    from ..mcp import McpManager
+
+MCP_INSTALL = "MCP servers need the mcp SDK: pip install 'pi-notebook[mcp]'"
 
 
 class StateObserver:
@@ -61,6 +68,10 @@ class NotebookState:
         self.observers: list[StateObserver] = []
         self._config: PiConfig | None = None
         self._thinking_told: set[tuple[str, str, str]] = set()
+        self._mcp: McpManager | None = None
+        self._mcp_config_loaded = ""
+        # every MCP tool handed to a run, by id (tools are not hashable); held, so ids stay unique
+        self._mcp_tools: dict[int, AgentTool] = {}
 
     # --- configuration ---------------------------------------------------------------------------
 
@@ -171,9 +182,65 @@ class NotebookState:
             requested, can_ask=mode.can_ask, headless=mode.headless, inactive_reason=mode.reason
         )
 
+    def approvals(self) -> dict[str, Policy]:
+        """The per-tool policy map (``c.PiMagics.approvals``)."""
+        return dict(self.config.approvals)
+
     def explain_approval(self, mode: RunMode) -> str:
         """The configured policy as a run in ``mode`` would apply it, and why (``%pi status``)."""
         return explain_policy(self.config.approve or None, mode)  # type: ignore[arg-type]
+
+
+    # --- MCP servers --------------------------------------------------------------------------------
+
+    @property
+    def mcp(self) -> McpManager:
+        """This kernel's MCP servers (made on first use); ``RuntimeError`` without the SDK."""
+        if self._mcp is None:
+            try:
+                from ..mcp import McpManager
+            except ImportError:
+                raise RuntimeError(MCP_INSTALL) from None
+            self._mcp = McpManager()
+        return self._mcp
+
+    @property
+    def has_mcp(self) -> bool:
+        """Whether the MCP manager exists (without creating it)."""
+        return self._mcp is not None
+
+    def load_mcp_config(self) -> list[str]:
+        """Start the servers of ``c.PiMagics.mcp_config`` (once per path; returns at once with
+        the names started). Raises ``ValueError`` / ``RuntimeError`` with a one-line reason."""
+        path = self.config.mcp_config.strip()
+        if not path or path == self._mcp_config_loaded:
+            return []
+        servers = self.mcp.add_config(path)
+        self._mcp_config_loaded = path
+        return [server.name for server in servers]
+
+    async def mcp_tools(self) -> list[AgentTool]:
+        """The tools of the ready MCP servers, after waiting for those still connecting (a
+        server that fails is left out; ``%pi mcp list`` says why)."""
+        manager = self._mcp
+        if manager is None:
+            return []
+        pending = [manager.get(n).ready() for n in manager.names() if manager.get(n).state == "connecting"]
+        if pending:
+            await asyncio.gather(*pending, return_exceptions=True)
+        tools: list[AgentTool] = list(manager.tools())
+        self._mcp_tools.update((id(tool), tool) for tool in tools)
+        return tools
+
+    def is_mcp_tool(self, tool: AgentTool) -> bool:
+        """A tool this state added to a run from its MCP servers (replaced on every run)."""
+        return self._mcp_tools.get(id(tool)) is tool
+
+    def close_mcp(self) -> None:
+        """Stop every MCP server of this kernel (their processes too)."""
+        manager, self._mcp, self._mcp_config_loaded = self._mcp, None, ""
+        if manager is not None:
+            manager.shutdown()
 
 
 _states: weakref.WeakKeyDictionary[Any, NotebookState] = weakref.WeakKeyDictionary()
