@@ -174,7 +174,15 @@ def test_every_provider_key_variable_is_in_the_guide() -> None:
             assert f"`{name}`" in guide or (generic and f"`{provider}`" in guide), name
 
 
-LINK = re.compile(r"\]\(([^)#\s]+)(#[^)\s]*)?\)")
+LINK = re.compile(r"\]\(([^)#\s]*)(?:#([^)\s]*))?\)")
+
+
+def anchors(doc: Path) -> set[str]:
+    """GitHub's heading anchors: lower case, punctuation dropped, spaces as hyphens."""
+    text = re.sub(r"```.*?```", "", doc.read_text(encoding="utf-8"), flags=re.DOTALL)
+    headings = re.findall(r"^#+ (.+)$", text, re.MULTILINE)
+    rendered = [re.sub(r"(`+) ?(.+?) ?\1", r"\2", h).strip().lower() for h in headings]  # code spans
+    return {re.sub(r"[^\w\- ]", "", h).replace(" ", "-") for h in rendered}
 
 
 @pytest.mark.parametrize(
@@ -182,11 +190,14 @@ LINK = re.compile(r"\]\(([^)#\s]+)(#[^)\s]*)?\)")
     [*sorted(DOCS.glob("*.md")), DOCS / "reference" / "magic.md", ROOT / "README.md"],
     ids=lambda p: p.name,
 )
-def test_relative_links_resolve(doc: Path) -> None:
-    for target, _anchor in LINK.findall(doc.read_text(encoding="utf-8")):
+def test_relative_links_and_anchors_resolve(doc: Path) -> None:
+    for target, anchor in LINK.findall(doc.read_text(encoding="utf-8")):
         if re.match(r"[a-z]+:", target):
             continue
-        assert (doc.parent / target).exists(), f"{doc.name}: broken link {target}"
+        path = (doc.parent / target) if target else doc
+        assert path.exists(), f"{doc.name}: broken link {target}"
+        if anchor and path.suffix == ".md":
+            assert anchor in anchors(path), f"{doc.name}: no heading for {target}#{anchor}"
 
 
 def test_the_index_maps_every_document() -> None:
