@@ -24,6 +24,8 @@ from .options import DEFAULT_NAME, MODEL_ENV, PARSER, PiConfig, model_option
 from .references import truncate
 from .result import sum_usage
 from .runner import run_pi_sync
+from .sessions_magics import HELP as SESSIONS_HELP
+from .sessions_magics import SESSION_SUBCOMMANDS, turn_offset
 from .state import NotebookState, has_model, state_for
 from .tools import is_notebook_tool, parse_tools_spec
 from .view import content_to_text
@@ -47,6 +49,8 @@ HELP = """\
   --name NAME             use (or create) the conversation NAME
   --text                  plain-text output, no widgets
   --max-turns N           stop after N model turns
+  --resume                continue this notebook's latest recorded conversation first
+  --replay                show the recorded answer of this prompt; no model is called
   $`expr` in the prompt attaches a bounded summary of a kernel value.
 
 %pi [--name NAME] SUBCOMMAND
@@ -59,6 +63,7 @@ HELP = """\
   steer TEXT              queue a steering message for the running (or next) run
   help                    this text
 """
+HELP += f"\n%pi [--name NAME] SUBCOMMAND, for recorded conversations (Pi session files)\n{SESSIONS_HELP}"
 
 
 @magics_class
@@ -180,12 +185,22 @@ def _history_cmd(magics: PiMagics, name: str | None, rest: str) -> None:
         count = int(rest) if rest else 20
     except ValueError:
         raise UsageError(f"history takes a number, not {rest!r}") from None
-    messages = conversation(magics.state, name).state.messages
+    agent = conversation(magics.state, name)
+    messages = agent.state.messages
     if not messages:
         print("(empty conversation)")
         return
-    for message in messages[-count:]:
-        print(history_line(message))
+    # User turns are numbered as %pi branch counts them (turns compacted away included).
+    turn = turn_offset(magics.state.sessions, name or DEFAULT_NAME, agent)
+    numbered = []
+    for message in messages:
+        if getattr(message, "role", None) == "user":
+            turn += 1
+            numbered.append(f"#{turn} {history_line(message)}")
+        else:
+            numbered.append(history_line(message))
+    for line in numbered[-count:]:
+        print(line)
 
 
 def _reset_cmd(magics: PiMagics, name: str | None, rest: str) -> None:
@@ -229,4 +244,5 @@ _SUBCOMMANDS = {
     "tools": _tools_cmd,
     "steer": _steer_cmd,
     "help": _help_cmd,
+    **SESSION_SUBCOMMANDS,
 }

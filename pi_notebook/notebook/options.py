@@ -30,6 +30,7 @@ from .tools import parse_tools_spec
 
 DEFAULT_NAME = "default"
 MODEL_ENV = "PI_NOTEBOOK_MODEL"
+REPLAY_ENV = "PI_NOTEBOOK_REPLAY"
 CONFIG_SECTION = "PiMagics"
 DEFAULT_SYSTEM_PROMPT = (
     "You are Pi, an assistant working inside a Jupyter notebook. The user writes prompts in "
@@ -64,6 +65,16 @@ def resolve_model(spec: str) -> Model:
         raise ValueError(str(exc.args[0]) if exc.args else f"unknown model {spec!r}") from None
 
 
+def env_flag(name: str) -> bool | None:
+    """``$name`` read as a switch: 1/true/yes/on, 0/false/no/off, else (unset) ``None``."""
+    value = os.environ.get(name, "").strip().lower()
+    if value in ("1", "true", "yes", "on"):
+        return True
+    if value in ("0", "false", "no", "off"):
+        return False
+    return None
+
+
 class PiConfig(Configurable):
     """The defaults of every ``%%pi`` option, configured as ``c.PiMagics.<name>``.
 
@@ -82,6 +93,25 @@ class PiConfig(Configurable):
     ).tag(config=True)
     max_turns = Int(0, help="Default --max-turns (0: no limit).").tag(config=True)
     text = Bool(False, help="Plain-text output by default (no widgets).").tag(config=True)
+    # Sessions (``sessions.py``): where conversations are recorded, replay, compaction.
+    record = Bool(True, help="Record conversations as Pi session files ($PI_NOTEBOOK_RECORD=0: off).").tag(
+        config=True
+    )
+    session_dir = Unicode(
+        "", help="Session files' directory (default: Pi's for the notebook folder; $PI_NOTEBOOK_SESSION_DIR)"
+    ).tag(config=True)
+    replay = Bool(False, help="Replay every %%pi cell from its recording ($PI_NOTEBOOK_REPLAY=1).").tag(
+        config=True
+    )
+    compact = Bool(True, help="Compact a conversation automatically when it nears the context window.").tag(
+        config=True
+    )
+    compact_reserve_tokens = Int(16384, help="Tokens kept free for the answer (Pi's reserveTokens).").tag(
+        config=True
+    )
+    compact_keep_recent_tokens = Int(20000, help="Recent tokens kept verbatim (Pi's keepRecentTokens).").tag(
+        config=True
+    )
 
     @classmethod
     def section_names(cls) -> list[str]:
@@ -118,6 +148,8 @@ def _parser() -> MagicArgumentParser:
     add("--name", help="conversation name")
     add("--text", action="store_true", help="plain-text output, no widgets")
     add("--max-turns", type=int, dest="max_turns", help="stop after N model turns")
+    add("--resume", action="store_true", help="continue this notebook's latest recorded conversation")
+    add("--replay", action="store_true", help="show the recorded answer instead of calling the model")
     return parser
 
 
@@ -153,6 +185,8 @@ class RunOptions:
         if max_turns is not None and max_turns < 1:
             raise UsageError(f"--max-turns must be a positive integer, got {max_turns}")
         self.max_turns: int | None = max_turns
+        self.resume: bool = ns.resume
+        self.replay: bool = bool(ns.replay or config.replay or env_flag(REPLAY_ENV))
 
 
 def parse_options(line: str, config: PiConfig) -> RunOptions:

@@ -49,6 +49,8 @@ from .references import expand_references, format_references
 from .render import render_text
 from .result import PiResult, run_result
 from .run_view import RunView, StaticView
+from .sessions_compact import AutoCompactor
+from .sessions_replay import Recording, continue_after, find_recording, play
 from .state import NotebookState, has_model, state_for
 from .tools import Dispatch, is_notebook_tool, run_here
 
@@ -72,7 +74,11 @@ class PiRun:
         self.prompt = strip_markers(body).strip()
         if not self.prompt:
             raise UsageError("%%pi needs a prompt: write it in the cell body")
+        self.session_notes: list[str] = []
+        """Resumed / compacted notices of this run (``sessions*.py``), shown under it."""
         self.agent = self._conversation()
+        self.recording: Recording | None = self._recording() if self.options.replay else None
+        self.state.sessions.prepare_run(self.options.name, self.prompt, replay=self.recording is not None)
         text, refs = expand_references(self.prompt, shell.user_ns)
         content = [TextContent(text=text)] + ([TextContent(text=format_references(refs))] if refs else [])
         self.message = UserMessage(content=content)
@@ -90,6 +96,9 @@ class PiRun:
         self.loop: asyncio.AbstractEventLoop | None = None
         self.start_index = 0
         self.finished = False
+        self.run_messages: list[Any] = []
+        self.compacted = False
+        """A compaction replaced the transcript: ``_pi`` takes the run's messages as they ended."""
 
     def _conversation(self) -> Agent:
         o = self.options
@@ -99,21 +108,31 @@ class PiRun:
             raise UsageError(f"default model (c.PiMagics.model / {MODEL_ENV}): {exc}") from None
         if agent.state.is_streaming:
             raise UsageError(f"conversation {o.name!r} is already running; use --name for another one")
+        if o.resume and not agent.state.messages:
+            self.session_notes.append(self.state.sessions.resume_for_cell(o.name, agent))
         if o.model is not None:
             agent.state.model = o.model
         if o.thinking is not None:
             agent.state.thinking_level = cast("ThinkingLevel", o.thinking)
         if o.system is not None:
             agent.state.system_prompt = o.system
-        if not has_model(agent):
+        if not has_model(agent) and not o.replay:
             raise UsageError(
                 "no model: pass --model provider:id, run %pi model provider:id, "
                 "or set c.PiMagics.model / PI_NOTEBOOK_MODEL"
             )
         return agent
 
+    def _recording(self) -> Recording:
+        model = self.agent.state.model
+        spec = f"{model.provider}:{model.id}" if has_model(self.agent) else None
+        return find_recording(self.state.sessions, self.options.name, self.prompt, spec, new=self.options.new)
+
+    def _notice(self) -> str | None:
+        return "\n".join(n for n in (self.approval.notice, *self.session_notes) if n) or None
+
     def _make_view(self) -> RunView:
-        notice = self.approval.notice
+        notice = self._notice()
         if not self.mode.live:
             return StaticView(self.prompt, notice)
         from .widgets import LiveView, ViewControls
@@ -141,6 +160,11 @@ class PiRun:
         (the agent has closed its run by then) and records it in ``interrupted``."""
         agent = self.agent
         self.loop = asyncio.get_running_loop()
+        if self.recording is not None:  # replay: the recorded answer, no model call
+            await play(self.recording, self.view.handle)
+            self.start_index = continue_after(self.state.sessions, self.options.name, agent, self.recording)
+            self.finished = True
+            return
         self.tools.begin_run(dispatch, on_interrupt=self._interrupt_from_tool)
         user_tools = [t for t in agent.state.tools if not is_notebook_tool(t)]
         agent.state.tools = user_tools + self.tools.build(self.options.tools)
@@ -158,7 +182,7 @@ class PiRun:
         try:
             if self.interrupted:  # interrupted before this loop existed (fallback): do not start
                 return
-            await agent.prompt(self.message)
+            await self._prompt()
         except asyncio.CancelledError:
             self.interrupted = True
         finally:
@@ -166,8 +190,33 @@ class PiRun:
             unsubscribe()
             agent.before_tool_call, agent.should_stop_after_turn = user_before, user_stop
 
+    async def _prompt(self) -> None:
+        """Prompt the agent, compacting as Pi does: before the prompt and after the run when the
+        context nears the window, and once with a retry of the turn on a context overflow."""
+        agent = self.agent
+        manager = self.state.sessions.get(self.options.name).manager
+        compactor = AutoCompactor(manager, agent, self.state.config)
+        await self._compaction(compactor, before_prompt=True)
+        self.start_index = len(agent.state.messages)
+        await agent.prompt(self.message)
+        while await self._compaction(compactor):
+            await agent.continue_()
+
+    async def _compaction(self, compactor: AutoCompactor, *, before_prompt: bool = False) -> bool:
+        """One automatic check; shows its notice; True when the turn is to be retried."""
+        compactor.signal = self.signal
+        outcome = await compactor.check(before_prompt=before_prompt)
+        if outcome is None:
+            return False
+        self.session_notes.append(outcome.notice)
+        self.view.set_notice(self._notice() or "")
+        self.compacted = self.compacted or not before_prompt
+        return outcome.retry
+
     def _listener(self, event: Any, signal: AbortSignal) -> None:
         self.signal = signal
+        if event.type == "message_end":
+            self.run_messages.append(event.message)
         self.view.handle(event)
 
     @property
@@ -214,7 +263,7 @@ class PiRun:
 
     def finish(self) -> PiResult:
         """Freeze the output and set ``_pi`` (main thread, after the run)."""
-        lines = [self.approval.notice] if self.approval.notice else []
+        lines = [n for n in (self.approval.notice, *self.session_notes) if n]
         extra = len(lines)
         if self.aborted and self.view.state.stop_reason != "aborted":
             lines.append(f"Aborted: {ABORT_MESSAGE}")  # stopped between turns: no aborted message
@@ -240,8 +289,9 @@ class PiRun:
 
     def result(self) -> PiResult:
         model = self.agent.state.model
+        messages = self.run_messages if self.compacted else self.agent.state.messages[self.start_index :]
         return run_result(
-            list(self.agent.state.messages[self.start_index :]),
+            list(messages),
             aborted=self.aborted,
             conversation=self.options.name,
             model=f"{model.provider}:{model.id}",

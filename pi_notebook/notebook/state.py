@@ -22,32 +22,13 @@ from ..ai.entry import stream_simple
 from ..ai.types import UserMessage
 from .approval import ApprovalSetup, Policy, RunMode, explain_policy, resolve_policy, run_mode
 from .cells import CellErrorLog
+from .observer import StateObserver
 from .options import DEFAULT_NAME, PiConfig, resolve_model
 from .result import PiResult
+from .sessions import NotebookSessions
 from .tools import NotebookTools
 
-
-class StateObserver:
-    """Hooks a recorder overrides; every method does nothing by default.
-
-    Called on the kernel's main thread for conversation changes and run boundaries, and from
-    the agent's listener (the loop that runs it) for messages.
-    """
-
-    def conversation_created(self, name: str, agent: Agent) -> None:
-        """A new, empty conversation ``name`` (first use, ``--new``)."""
-
-    def conversation_reset(self, name: str, agent: Agent) -> None:
-        """``%pi reset`` cleared the conversation."""
-
-    def run_started(self, name: str, agent: Agent, prompt: UserMessage) -> None:
-        """A ``%%pi`` run is about to prompt the agent with ``prompt``."""
-
-    def run_ended(self, name: str, agent: Agent, result: PiResult) -> None:
-        """A ``%%pi`` run ended (normally, with an error, or interrupted)."""
-
-    def message_appended(self, name: str, agent: Agent, message: Any) -> None:
-        """``message`` was appended to the conversation's transcript."""
+__all__ = ["NotebookState", "StateObserver", "has_model", "state_for"]
 
 
 class NotebookState:
@@ -60,6 +41,10 @@ class NotebookState:
         self.tools = NotebookTools(shell, self.errors)
         self.observers: list[StateObserver] = []
         self._config: PiConfig | None = None
+        # Records every conversation into a Pi session file (and keeps it for resume,
+        # compaction and replay); ``sessions.py`` owns where and how.
+        self.sessions = NotebookSessions(shell, lambda: self.config)
+        self.observe(self.sessions)
 
     # --- configuration ---------------------------------------------------------------------------
 
