@@ -39,6 +39,7 @@ from ..session import (
     SessionInfo,
     SessionManager,
     SessionRecorder,
+    convert_to_llm,
     list_sessions,
     redact_strings,
     resume,
@@ -185,21 +186,22 @@ class NotebookSessions(StateObserver):
         """Write the notebook tag (once) and the conversation's current model and thinking."""
         tracked = self.get(name)
         manager = tracked.manager
+        model = agent.state.model
+        known = model if model.provider != "unknown" and model.api != "unknown" else None
+        tracked.recorder.record_settings(known, agent.state.thinking_level)  # first, as Pi's sessions
         if not tracked.tagged:
             tracked.tagged = True
             if not _has_custom(manager, NOTEBOOK_ENTRY):
                 manager.append_custom_entry(
                     NOTEBOOK_ENTRY, {"notebook": self.notebook(), "conversation": name}
                 )
-        model = agent.state.model
-        known = model if model.provider != "unknown" and model.api != "unknown" else None
-        tracked.recorder.record_settings(known, agent.state.thinking_level)
         return tracked
 
     # --- observer hooks ---------------------------------------------------------------------------
 
     def conversation_created(self, name: str, agent: Agent) -> None:
         self.track(name)
+        use_session_messages(agent)
 
     def conversation_reset(self, name: str, agent: Agent) -> None:
         self.track(name)  # a cleared conversation is a new session, as Pi's /new
@@ -284,6 +286,13 @@ class NotebookSessions(StateObserver):
         resume(agent, manager, resolve_model=resolve_recorded)
         tracked = self.track(name, manager)
         tracked.tagged = _has_custom(manager, NOTEBOOK_ENTRY)
+
+
+def use_session_messages(agent: Agent) -> None:
+    """Give the agent the session layer's ``convert_to_llm`` (unless it has its own), so
+    compaction summaries, branch summaries and the restart note reach the model as user text."""
+    if getattr(agent.convert_to_llm, "__module__", "") == "pi_notebook.agent.types":
+        agent.convert_to_llm = convert_to_llm
 
 
 def _spec(model: Model) -> str:
