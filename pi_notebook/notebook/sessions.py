@@ -36,6 +36,7 @@ from ..session import (
     CustomEntry,
     CustomMessage,
     MessageEntry,
+    Redactor,
     SessionInfo,
     SessionManager,
     SessionRecorder,
@@ -90,6 +91,14 @@ def secret_values(shell: Any) -> list[str]:
         if secret and len(value) >= _MIN_SECRET_CHARS:
             found.add(value)
     return sorted(found, key=len, reverse=True)
+
+
+def _redact(text: str, secrets: list[str]) -> str:
+    text = redact_text(text)
+    for secret in secrets:
+        if secret in text:
+            text = text.replace(secret, REDACTED)
+    return text
 
 
 def text_of(content: Any) -> str:
@@ -156,11 +165,17 @@ class NotebookSessions(StateObserver):
 
     def redact(self, text: str) -> str:
         """The notebook's redactor: key patterns, then secret values known to the kernel."""
-        text = redact_text(text)
-        for secret in secret_values(self.shell):
-            if secret in text:
-                text = text.replace(secret, REDACTED)
-        return text
+        return _redact(text, secret_values(self.shell))
+
+    def redactor(self) -> Redactor:
+        """What every session line passes through before it is written; the secret values are
+        collected once per line, not once per string in it."""
+
+        def redact_entry(entry: dict[str, Any]) -> dict[str, Any]:
+            secrets = secret_values(self.shell)
+            return redact_strings(lambda text: _redact(text, secrets))(entry)
+
+        return redact_entry
 
     # --- one session per conversation ------------------------------------------------------------
 
@@ -168,10 +183,10 @@ class NotebookSessions(StateObserver):
         folder = self.folder()
         if not self.recording:
             return SessionManager.in_memory(folder)
-        return SessionManager.create(folder, self.session_dir(), redact=redact_strings(self.redact))
+        return SessionManager.create(folder, self.session_dir(), redact=self.redactor())
 
     def open_manager(self, path: str) -> SessionManager:
-        return SessionManager.open(path, redact=redact_strings(self.redact))
+        return SessionManager.open(path, redact=self.redactor())
 
     def track(self, name: str, manager: SessionManager | None = None) -> Tracked:
         manager = manager if manager is not None else self.new_manager()
@@ -281,11 +296,13 @@ class NotebookSessions(StateObserver):
         count = self.resume_into(name, agent, path)
         return f"Resumed {os.path.basename(path)} ({count} messages)."
 
-    def adopt(self, name: str, agent: Agent, manager: SessionManager) -> None:
-        """Make ``manager`` (moved to another leaf or file) the conversation's session."""
+    def adopt(self, name: str, agent: Agent, manager: SessionManager, *, restarted: bool = False) -> None:
+        """Make ``manager`` (moved to another leaf or file) the conversation's session;
+        ``restarted``: its messages come from another kernel (the restart note is due)."""
         resume(agent, manager, resolve_model=resolve_recorded)
         tracked = self.track(name, manager)
         tracked.tagged = _has_custom(manager, NOTEBOOK_ENTRY)
+        tracked.restart_note = restarted and bool(agent.state.messages)
 
 
 def use_session_messages(agent: Agent) -> None:

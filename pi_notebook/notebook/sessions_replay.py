@@ -140,7 +140,8 @@ def continue_after(sessions: NotebookSessions, name: str, agent: Agent, recordin
     last = recording.entries[-1].id if recording.entries else None
     if last is not None:
         manager.branch(last)
-    sessions.adopt(name, agent, manager)
+    # The recorded tool calls did not run in this kernel: a live cell after it gets the note.
+    sessions.adopt(name, agent, manager, restarted=True)
     if not _has_model(agent) and ":" in recording.model:
         provider, _, model_id = recording.model.partition(":")
         model = resolve_recorded(provider, model_id)

@@ -361,7 +361,7 @@ def test_replay_flag_on_one_cell_and_a_live_cell_after_it(
     _, captured = cell(ip, f"{MODEL} --replay", "q1")
     assert "recorded" in plain(captured)
     cell(ip, "", "q2")  # live again: continues from the replayed turn, in the same file
-    assert seen.texts() == ["q1", "recorded", "q2"]
+    assert seen.texts() == ["q1", "recorded", RESTART_NOTE, "q2"]  # replayed tools did not run here
     [path] = files(sdir)
     assert [r["message"]["role"] for r in rows(path) if r["type"] == "message"] == ["user", "assistant"] * 2
 
@@ -457,3 +457,22 @@ def test_compact_on_demand(ip: Any, small: FauxRegistration, sdir: Path) -> None
     messages = conversations.current().state.messages
     assert messages[0].role == "compactionSummary"
     assert "SUMMARY on demand." in messages[0].summary
+
+
+def test_the_notebook_path_comes_from_the_frontend(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from types import SimpleNamespace
+
+    from pi_notebook.notebook.sessions import notebook_path
+
+    monkeypatch.delenv("JPY_SESSION_NAME", raising=False)
+    monkeypatch.chdir(tmp_path)
+    assert notebook_path(SimpleNamespace(user_ns={})) is None
+    monkeypatch.setenv("JPY_SESSION_NAME", "work/here.ipynb")  # relative to the server's root
+    assert notebook_path(SimpleNamespace(user_ns={})) == str(tmp_path / "here.ipynb")
+    (tmp_path / "work").mkdir()
+    (tmp_path / "work" / "here.ipynb").write_text("{}")
+    assert notebook_path(SimpleNamespace(user_ns={})) == str(tmp_path / "work" / "here.ipynb")
+    shell = SimpleNamespace(user_ns={"__session__": str(tmp_path / "lab.ipynb")})
+    assert notebook_path(shell) == str(tmp_path / "lab.ipynb")
+    shell.user_ns["__vsc_ipynb_file__"] = "/code/vs.ipynb"  # VS Code's wins: it is always absolute
+    assert notebook_path(shell) == "/code/vs.ipynb"
