@@ -128,11 +128,18 @@ class PiRun:
         spec = f"{model.provider}:{model.id}" if has_model(self.agent) else None
         return find_recording(self.state.sessions, self.options.name, self.prompt, spec, new=self.options.new)
 
-    def _notice(self) -> str | None:
-        return "\n".join(n for n in (self.approval.notice, *self.session_notes) if n) or None
+    def _add_notice(self, view: RunView, *notes: str) -> None:
+        """Add lines under whatever notice the view shows (resumed, compacted)."""
+        view.set_notice("\n".join(n for n in (view.state.notice, *notes) if n))
 
     def _make_view(self) -> RunView:
-        notice = self._notice()
+        view = self._make_plain_view()
+        if self.session_notes:
+            self._add_notice(view, *self.session_notes)
+        return view
+
+    def _make_plain_view(self) -> RunView:
+        notice = self.approval.notice
         if not self.mode.live:
             return StaticView(self.prompt, notice)
         from .widgets import LiveView, ViewControls
@@ -209,7 +216,7 @@ class PiRun:
         if outcome is None:
             return False
         self.session_notes.append(outcome.notice)
-        self.view.set_notice(self._notice() or "")
+        self._add_notice(self.view, outcome.notice)
         self.compacted = self.compacted or not before_prompt
         return outcome.retry
 
