@@ -476,3 +476,57 @@ def test_the_notebook_path_comes_from_the_frontend(tmp_path: Path, monkeypatch: 
     assert notebook_path(shell) == str(tmp_path / "lab.ipynb")
     shell.user_ns["__vsc_ipynb_file__"] = "/code/vs.ipynb"  # VS Code's wins: it is always absolute
     assert notebook_path(shell) == "/code/vs.ipynb"
+
+
+def test_the_real_pi_lists_and_opens_a_notebook_session(
+    ip: Any, faux: FauxRegistration, sdir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What `pi --resume` in the notebook's folder sees: Pi 0.83 from npm lists the file with
+    its name and first prompt and rebuilds the same context."""
+    import shutil
+    import subprocess
+
+    conformance = Path(__file__).parents[1] / "conformance"
+    sys.path.insert(0, str(conformance))
+    from pi_node import missing_reason
+
+    reason = missing_reason()
+    if reason is not None:
+        pytest.skip(reason)
+    monkeypatch.delenv("PI_NOTEBOOK_SESSION_DIR")
+    monkeypatch.setenv("PI_CODING_AGENT_DIR", str(tmp_path / "agent"))
+    folder = tmp_path / "project"
+    folder.mkdir()
+    ip.user_ns["__vsc_ipynb_file__"] = str(folder / "nb.ipynb")
+    faux.set_responses(
+        [
+            faux_assistant_message([faux_tool_call("list_variables", {}, id="t1")], stop_reason="toolUse"),
+            "Nothing much.",
+        ]
+    )
+    cell(ip, MODEL, "what is defined?")
+    line(ip, "name Notebook chat")
+    script = (
+        'import { SessionManager } from "./node_modules/@earendil-works/pi-coding-agent/dist/core/'
+        'session-manager.js";\n'
+        f"const list = await SessionManager.list({json.dumps(str(folder))});\n"
+        "const sm = SessionManager.open(list[0].path);\n"
+        "const ctx = sm.buildSessionContext();\n"
+        "console.log(JSON.stringify({list: list.map(s => [s.name, s.firstMessage, s.messageCount]),"
+        " roles: ctx.messages.map(m => m.role), model: ctx.model}));\n"
+    )
+    node = shutil.which("node")
+    assert node is not None
+    proc = subprocess.run(
+        [node, "--input-type=module", "-e", script],
+        cwd=conformance,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+        env={**os.environ, "PI_CODING_AGENT_DIR": str(tmp_path / "agent")},
+    )
+    seen = json.loads(proc.stdout)
+    assert seen["list"] == [["Notebook chat", "what is defined?", 4]]
+    assert seen["roles"] == ["user", "assistant", "toolResult", "assistant"]
+    assert seen["model"] == {"provider": "faux", "modelId": "faux-1"}
