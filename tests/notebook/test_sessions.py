@@ -530,3 +530,19 @@ def test_the_real_pi_lists_and_opens_a_notebook_session(
     assert seen["list"] == [["Notebook chat", "what is defined?", 4]]
     assert seen["roles"] == ["user", "assistant", "toolResult", "assistant"]
     assert seen["model"] == {"provider": "faux", "modelId": "faux-1"}
+
+
+def test_branch_with_a_summary_of_the_branch_left_behind(ip: Any, faux: FauxRegistration, sdir: Path) -> None:
+    seen = Recorder()
+    faux.set_responses(["r1", "r2", "We tried the second idea.", seen.reply("fresh")])
+    cell(ip, MODEL, "one")
+    cell(ip, "", "two")
+    out = line(ip, "branch 1 --summarize")
+    assert "continues after turn 1" in out
+    cell(ip, "", "another idea")
+    assert seen.texts()[:2] == ["one", "r1"]
+    assert "We tried the second idea." in seen.texts()[2]  # the branch summary, as user text
+    assert seen.texts()[3] == "another idea"
+    [path] = files(sdir)
+    [summary] = [r for r in rows(path) if r["type"] == "branch_summary"]
+    assert summary["summary"].endswith("We tried the second idea.")
