@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -431,6 +432,9 @@ def test_overflow_compacts_and_retries_once(ip: Any, small: FauxRegistration, sd
 def test_a_second_overflow_is_reported_not_retried(ip: Any, small: FauxRegistration, sdir: Path) -> None:
     def overflow() -> Any:
         def factory(context: Any, options: Any, state: Any, model: Any) -> Any:  # stamped when answered
+            # An answer in the compaction's own millisecond counts as older than it (Pi's rule);
+            # a real provider never answers that fast, the unpaced faux can.
+            time.sleep(0.005)
             message = faux_assistant_message([], stop_reason="error", error_message="prompt is too long")
             message.provider, message.model = "tiny", "tiny-1"
             return message
