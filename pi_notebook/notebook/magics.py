@@ -25,7 +25,7 @@ from .references import truncate
 from .result import sum_usage
 from .runner import run_pi_sync
 from .sessions_magics import HELP as SESSIONS_HELP
-from .sessions_magics import SESSION_SUBCOMMANDS, turn_offset
+from .sessions_magics import SESSION_SUBCOMMANDS, session_line, turn_offset
 from .state import NotebookState, has_model, state_for
 from .tools import is_notebook_tool, parse_tools_spec
 from .view import content_to_text
@@ -158,6 +158,7 @@ def _status_cmd(magics: PiMagics, name: str | None, rest: str) -> None:
         f"approve: {state.explain_approval(mode)}",
         f"controls: {inactive_controls_reason(magics.shell) or 'active'}",
         f"headless: {'yes' if headless.headless else 'no'} ({headless.reason})",
+        f"session: {session_line(state.sessions, name or DEFAULT_NAME)}",
     ]
     print("\n".join(lines))
 

@@ -121,6 +121,15 @@ def resume_cmd(magics: Any, name: str | None, rest: str) -> None:
     )
 
 
+def session_line(sessions: NotebookSessions, name: str) -> str:
+    """Where conversation ``name`` is recorded, for ``%pi status``."""
+    if not sessions.recording:
+        return "not recorded (c.PiMagics.record / $PI_NOTEBOOK_RECORD)"
+    path = sessions.get(name).manager.session_file or ""
+    written = "" if os.path.exists(path) else " (written with the first answer)"
+    return f"{path}{written}"
+
+
 def turn_offset(sessions: NotebookSessions, name: str, agent: Agent) -> int:
     """How many user turns of the session's branch the transcript no longer shows (compacted)."""
     tracked = sessions.tracked.get(name)

@@ -105,6 +105,7 @@ def test_each_conversation_is_recorded_as_it_runs(ip: Any, faux: FauxRegistratio
     run_entry = next(r for r in lines if r.get("customType") == RUN_ENTRY)
     assert run_entry["data"] == {"prompt": "first question", "model": "faux:faux-1"}
     assert [r["message"]["role"] for r in lines if r["type"] == "message"] == ["user", "assistant"]
+    assert f"session: {path}\n" in line(ip, "status")
     cell(ip, "", "second question")
     assert len(rows(path)) == len(lines) + 3  # run entry, user, assistant: appended as they end
     cell(ip, f"{MODEL} --name other", "a question for the other conversation")
