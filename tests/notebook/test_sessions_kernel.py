@@ -118,3 +118,34 @@ def test_replay_of_an_unrecorded_cell_is_a_one_line_error(
     assert "UsageError: --replay: no recorded answer for this prompt with model faux:faux-1" in str(
         failure.value
     )
+
+
+TINY = """\
+tiny = register_faux_provider(provider="tiny", models=[{"id": "tiny-1", "contextWindow": 2000}],
+                              token_size={"min": 1, "max": 1})
+tiny.set_responses(["ok one", "ok two", "SUMMARY."])
+%config PiMagics.compact_reserve_tokens = 800
+%config PiMagics.compact_keep_recent_tokens = 300
+%config PiMagics.tools = 'none'
+"""
+
+
+def test_the_live_view_shows_the_compaction(tmp_path: Path) -> None:
+    from kernel_driver import Watch
+
+    kernel = Kernel(tmp_path)
+    try:
+        assert kernel.run(TINY)["status"] == "ok"
+        words = " ".join(f"a{i}" for i in range(150))
+        assert kernel.run(f"%%pi --model tiny:tiny-1\n{words}")["status"] == "ok"
+        kernel.drain()
+        words = " ".join(f"b{i}" for i in range(900))
+        cell = kernel.execute(f"%%pi\n{words}")
+        watch = Watch(kernel).until_replies([cell])
+        assert watch.replies[cell][1]["status"] == "ok"
+        assert watch.find("VBoxModel"), "no live view"
+        notices = [w.state.get("value", "") for w in watch.find("HTMLModel")]
+        assert any("Context compacted (context near the model" in str(n) for n in notices)
+        assert "Context compacted" in watch.final_bundle()["text/plain"]
+    finally:
+        kernel.close()
