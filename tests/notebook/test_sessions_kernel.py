@@ -149,3 +149,23 @@ def test_the_live_view_shows_the_compaction(tmp_path: Path) -> None:
         assert "Context compacted" in watch.final_bundle()["text/plain"]
     finally:
         kernel.close()
+
+
+def test_replay_in_a_live_view(tmp_path: Path) -> None:
+    from kernel_driver import Watch
+
+    kernel = Kernel(tmp_path)
+    try:
+        kernel.run("faux.set_responses(['Hello **there**, ' + 'word ' * 20])")
+        first = kernel.execute("%%pi --model faux:faux-1\nsay hello")
+        recorded = Watch(kernel).until_replies([first]).final_bundle()
+        calls = kernel.value("faux.state.call_count")
+        kernel.drain()
+        again = kernel.execute("%%pi --new --replay\nsay hello")
+        watch = Watch(kernel).until_replies([again])
+        assert watch.replies[again][1]["status"] == "ok"
+        assert watch.find("VBoxModel"), "no live view"
+        assert watch.final_bundle()["text/plain"] == recorded["text/plain"]
+        assert kernel.value("faux.state.call_count") == calls
+    finally:
+        kernel.close()
