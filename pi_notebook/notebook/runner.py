@@ -97,6 +97,7 @@ class PiRun:
         self.start_index = 0
         self.finished = False
         self.run_messages: list[Any] = []
+        self.compactor: AutoCompactor | None = None
         self.compacted = False
         """A compaction replaced the transcript: ``_pi`` takes the run's messages as they ended."""
 
@@ -202,7 +203,7 @@ class PiRun:
         context nears the window, and once with a retry of the turn on a context overflow."""
         agent = self.agent
         manager = self.state.sessions.get(self.options.name).manager
-        compactor = AutoCompactor(manager, agent, self.state.config)
+        compactor = self.compactor = AutoCompactor(manager, agent, self.state.config)
         await self._compaction(compactor, before_prompt=True)
         self.start_index = len(agent.state.messages)
         await agent.prompt(self.message)
@@ -224,6 +225,8 @@ class PiRun:
         self.signal = signal
         if event.type == "message_end":
             self.run_messages.append(event.message)
+        if self.compactor is not None:
+            self.compactor.saw(event)
         self.view.handle(event)
 
     @property

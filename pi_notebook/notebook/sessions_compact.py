@@ -109,6 +109,18 @@ class AutoCompactor:
         self.signal: AbortSignal | None = None
         """The run's abort signal: Stop or an interrupt also cancels a summary in progress."""
 
+    def saw(self, event: Any) -> None:
+        """Pi forgets an overflow retry when a user message starts or an answer ends without
+        an error, so a later turn of the same run may be retried once too."""
+        kind = event.type
+        if kind not in ("message_start", "message_end"):
+            return
+        role = getattr(event.message, "role", None)
+        started_user = kind == "message_start" and role == "user"
+        answered = kind == "message_end" and role == "assistant" and event.message.stop_reason != "error"
+        if started_user or answered:
+            self.overflow_retried = False
+
     def last_assistant(self) -> Any:
         for message in reversed(self.agent.state.messages):
             if getattr(message, "role", None) == "assistant":
@@ -129,7 +141,9 @@ class AutoCompactor:
             return None
         same_model = message.provider == model.provider and message.model == model.id
         if same_model and is_context_overflow(message, window):
-            retry = message.stop_reason != "stop" and not before_prompt
+            # A completed answer over the window compacts without a retry. Before a prompt the
+            # failed answer still leaves the context, but the new prompt is the "retry".
+            retry = message.stop_reason != "stop"
             if retry and self.overflow_retried:
                 return self._note(AutoCompaction(OVERFLOW_GAVE_UP))
             if retry:

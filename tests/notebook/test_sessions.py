@@ -551,3 +551,22 @@ def test_branch_with_a_summary_of_the_branch_left_behind(ip: Any, faux: FauxRegi
     [path] = files(sdir)
     [summary] = [r for r in rows(path) if r["type"] == "branch_summary"]
     assert summary["summary"].endswith("We tried the second idea.")
+
+
+def test_an_overflow_retry_is_forgotten_after_a_good_answer_or_a_new_user_message() -> None:
+    from pi_notebook.agent import Agent
+    from pi_notebook.agent.types import MessageEndEvent, MessageStartEvent
+    from pi_notebook.ai.types import UserMessage
+    from pi_notebook.notebook.options import PiConfig
+    from pi_notebook.notebook.sessions_compact import AutoCompactor
+
+    compactor = AutoCompactor(SessionManager.in_memory(), Agent(), PiConfig())
+    compactor.overflow_retried = True
+    failed = faux_assistant_message([], stop_reason="error", error_message="prompt is too long")
+    compactor.saw(MessageEndEvent(message=failed))
+    assert compactor.overflow_retried  # another failure does not reset it (Pi)
+    compactor.saw(MessageEndEvent(message=faux_assistant_message("fine")))
+    assert not compactor.overflow_retried
+    compactor.overflow_retried = True
+    compactor.saw(MessageStartEvent(message=UserMessage(content="steer")))
+    assert not compactor.overflow_retried
