@@ -6,7 +6,7 @@
   ``keep_recent_tokens`` kept. The run is not repeated.
 * **Overflow**: when the provider answers that the request did not fit, the failed answer
   leaves the model's context (it stays in the session file), the conversation is compacted and
-  the turn is retried once; a second overflow in the same run is reported, not retried.
+  the turn is retried once; an overflow again before any answer succeeds is reported, not retried.
 * **On demand**: ``%pi compact [instructions]``.
 
 An answer older than the latest compaction never triggers another one (its usage describes
