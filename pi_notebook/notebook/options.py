@@ -30,6 +30,7 @@ from .tools import parse_tools_spec
 
 DEFAULT_NAME = "default"
 MODEL_ENV = "PI_NOTEBOOK_MODEL"
+REPLAY_ENV = "PI_NOTEBOOK_REPLAY"
 CONFIG_SECTION = "PiMagics"
 DEFAULT_SYSTEM_PROMPT = (
     "You are Pi, an assistant working inside a Jupyter notebook. The user writes prompts in "
@@ -62,6 +63,16 @@ def resolve_model(spec: str) -> Model:
             if found is not None:
                 return found
         raise ValueError(str(exc.args[0]) if exc.args else f"unknown model {spec!r}") from None
+
+
+def env_flag(name: str) -> bool | None:
+    """``$name`` read as a switch: 1/true/yes/on, 0/false/no/off, else (unset) ``None``."""
+    value = os.environ.get(name, "").strip().lower()
+    if value in ("1", "true", "yes", "on"):
+        return True
+    if value in ("0", "false", "no", "off"):
+        return False
+    return None
 
 
 class PiConfig(Configurable):
@@ -99,6 +110,25 @@ class PiConfig(Configurable):
     temperature = Float(
         None, allow_none=True, help="Default --temperature (None: the provider's default)."
     ).tag(config=True)
+    # Sessions (``sessions.py``): where conversations are recorded, replay, compaction.
+    record = Bool(True, help="Record conversations as Pi session files ($PI_NOTEBOOK_RECORD=0: off).").tag(
+        config=True
+    )
+    session_dir = Unicode(
+        "", help="Session files' directory (default: Pi's for the notebook folder; $PI_NOTEBOOK_SESSION_DIR)"
+    ).tag(config=True)
+    replay = Bool(False, help="Replay every %%pi cell from its recording ($PI_NOTEBOOK_REPLAY=1).").tag(
+        config=True
+    )
+    compact = Bool(True, help="Compact a conversation automatically when it nears the context window.").tag(
+        config=True
+    )
+    compact_reserve_tokens = Int(16384, help="Tokens kept free for the answer (Pi's reserveTokens).").tag(
+        config=True
+    )
+    compact_keep_recent_tokens = Int(20000, help="Recent tokens kept verbatim (Pi's keepRecentTokens).").tag(
+        config=True
+    )
 
     @classmethod
     def section_names(cls) -> list[str]:
@@ -148,6 +178,8 @@ def _parser() -> MagicArgumentParser:
         default=None,
         help="raise after a run that ended in an error (default: in headless runs)",
     )
+    add("--resume", action="store_true", help="continue this notebook's latest recorded conversation")
+    add("--replay", action="store_true", help="show the recorded answer instead of calling the model")
     return parser
 
 
@@ -191,6 +223,8 @@ class RunOptions:
         self.raise_on_error: bool | None = (
             ns.raise_on_error if ns.raise_on_error is not None else config.raise_on_error
         )
+        self.resume: bool = ns.resume
+        self.replay: bool = bool(ns.replay or config.replay or env_flag(REPLAY_ENV))
 
 
 def parse_options(line: str, config: PiConfig) -> RunOptions:

@@ -102,9 +102,9 @@ def test_history_shows_how_a_failed_turn_ended(ip: Any, faux: FauxRegistration) 
     pi(ip, MODEL, "first")
     pi(ip, "", "second")
     assert line(ip, "history").splitlines() == [
-        "user: first",
+        "#1 user: first",
         "assistant: fine",
-        "user: second",
+        "#2 user: second",
         "assistant: [error: 429 rate limited, retry later]",
     ]
 
