@@ -18,7 +18,7 @@ from typing import Any, cast
 
 from IPython.core.error import UsageError
 from IPython.core.magic_arguments import MagicArgumentParser
-from traitlets import Bool, CaselessStrEnum, Dict, Float, Int, Unicode, validate
+from traitlets import Bool, CaselessStrEnum, Dict, Float, Int, TraitError, Unicode, validate
 from traitlets.config import Configurable
 
 from ..ai.models import THINKING_LEVELS
@@ -135,20 +135,28 @@ class PiConfig(Configurable):
         names = list(super().section_names())
         return names if CONFIG_SECTION in names else [*names, CONFIG_SECTION]
 
+    # A validator must raise TraitError: traitlets rolls a rejected value back only for that
+    # type, so a ValueError from `%config PiMagics.tools = "raed"` was logged and then kept.
     @validate("approve")
     def _check_approve(self, proposal: Any) -> str:
         value = str(proposal["value"]).strip().lower()
         if value and value not in POLICIES:
-            raise ValueError(f"PiMagics.approve must be one of ask, auto, deny or empty, not {value!r}")
+            raise TraitError(f"PiMagics.approve must be one of ask, auto, deny or empty, not {value!r}")
         return value
 
     @validate("approvals")
     def _check_approvals(self, proposal: Any) -> dict[str, Policy]:
-        return check_approvals(proposal["value"])
+        try:
+            return check_approvals(proposal["value"])
+        except ValueError as exc:
+            raise TraitError(str(exc)) from None
 
     @validate("tools")
     def _check_tools(self, proposal: Any) -> str:
-        parse_tools_spec(str(proposal["value"]))
+        try:
+            parse_tools_spec(str(proposal["value"]))
+        except ValueError as exc:
+            raise TraitError(f"PiMagics.tools: {exc}") from None
         return str(proposal["value"])
 
     def defaults(self) -> Defaults:
