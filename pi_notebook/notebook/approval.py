@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from contextvars import ContextVar, Token
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
@@ -125,17 +125,23 @@ class ApprovalSetup:
 
 
 def resolve_policy(
-    requested: Policy | None, *, can_ask: bool, headless: Headless, inactive_reason: str | None = None
+    requested: Policy | None,
+    *,
+    can_ask: bool,
+    headless: Headless,
+    inactive_reason: str | None = None,
+    gated: Iterable[str] = STATE_CHANGING_TOOLS,
 ) -> ApprovalSetup:
     """The effective policy and the notice that explains it.
 
     ``can_ask``: someone can click Approve / Deny in this run. ``inactive_reason``: why they
-    cannot (when not headless), e.g. the kernel is too old.
+    cannot (when not headless), e.g. the kernel is too old. ``gated``: the tools of the run
+    that ``--approve`` governs (the notice names them).
     """
     policy: Policy = requested or ("ask" if can_ask else "deny")
     if policy == "ask" and not can_ask:
         policy = "deny"
-    blocked = ", ".join(sorted(STATE_CHANGING_TOOLS))
+    blocked = ", ".join(sorted(gated)) or "no tool"
     how = f"{blocked} are blocked" if policy == "deny" else f"{blocked} run without asking"
     if headless.headless:
         hint = " (pass --approve auto to allow them)" if policy == "deny" else ""

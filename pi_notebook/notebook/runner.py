@@ -91,7 +91,8 @@ class PiRun:
         content = [TextContent(text=text)] + ([TextContent(text=format_references(refs))] if refs else [])
         self.message = UserMessage(content=content)
         self.mode = self.state.run_mode(awaited=awaited, text=self.options.text)
-        self.approval = self.state.approval(self.options.approve, self.mode)
+        self.gated = self._gated_tools()
+        self.approval = self.state.approval(self.options.approve, self.mode, self.gated)
         self.notices: list[str] = self._notices()
         raise_on_error = self.options.raise_on_error
         self.raise_on_error = self.mode.headless.headless if raise_on_error is None else raise_on_error
@@ -139,11 +140,17 @@ class PiRun:
             )
         return agent
 
+    def _gated_tools(self) -> list[str]:
+        """The tools of this run that ``--approve`` governs: the state-changing notebook tools
+        it offers and the conversation's own tools marked ``requires_approval``."""
+        own = [t.name for t in self.agent.state.tools if t.requires_approval and not is_notebook_tool(t)]
+        return sorted(STATE_CHANGING_TOOLS.intersection(self.options.tools)) + sorted(own)
+
     def _notices(self) -> list[str]:
         """Lines under the run that explain a setting: the approval policy (only when a tool it
         gates is on), a ``--thinking`` level the model ignores (once per conversation and model)."""
         lines: list[str] = []
-        if self.approval.notice and STATE_CHANGING_TOOLS.intersection(self.options.tools):
+        if self.approval.notice and self.gated:
             lines.append(self.approval.notice)
         thinking = self.state.thinking_ignored(self.options.name, self.agent)
         seed = seed_notice(self.options.seed, self.agent.state.model)

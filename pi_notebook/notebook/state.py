@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 from ..agent import Agent
@@ -22,7 +22,15 @@ from ..agent.types import AgentTool, MessageEndEvent
 from ..ai.abort import AbortSignal
 from ..ai.entry import stream_simple
 from ..ai.types import UserMessage
-from .approval import ApprovalSetup, Policy, RunMode, explain_policy, resolve_policy, run_mode
+from .approval import (
+    STATE_CHANGING_TOOLS,
+    ApprovalSetup,
+    Policy,
+    RunMode,
+    explain_policy,
+    resolve_policy,
+    run_mode,
+)
 from .cells import CellErrorLog
 from .observer import StateObserver
 from .options import DEFAULT_NAME, PiConfig, resolve_model
@@ -161,10 +169,13 @@ class NotebookState:
         """How a run started now could be watched (live or static, can anyone click)."""
         return run_mode(self.shell, awaited=awaited, text=text)
 
-    def approval(self, requested: Policy | None, mode: RunMode) -> ApprovalSetup:
-        """The policy in force for a run in ``mode`` and the notice that explains it."""
+    def approval(
+        self, requested: Policy | None, mode: RunMode, gated: Iterable[str] = STATE_CHANGING_TOOLS
+    ) -> ApprovalSetup:
+        """The policy in force for a run in ``mode`` and the notice that explains it (naming the
+        ``gated`` tools)."""
         return resolve_policy(
-            requested, can_ask=mode.can_ask, headless=mode.headless, inactive_reason=mode.reason
+            requested, can_ask=mode.can_ask, headless=mode.headless, inactive_reason=mode.reason, gated=gated
         )
 
     def approvals(self) -> dict[str, Policy]:

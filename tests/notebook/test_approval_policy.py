@@ -121,6 +121,20 @@ def test_approve_auto_runs_a_tool_that_requires_approval(ip: Any, faux: FauxRegi
     assert results(ip) == [("delete_file", False, "deleted a.txt")]
 
 
+def test_the_notice_names_the_gated_tools_of_the_run(ip: Any, faux: FauxRegistration) -> None:
+    """The approval notice names what ``--approve`` governs in this run: the user's own
+    ``requires_approval`` tools too, and it is left out when the run offers none of them."""
+    with_tools(delete_file, read_file)
+    faux.set_responses(["ok", "ok"])
+    _, captured = run(ip, f"%%pi {MODEL} --tools none\nclean up")
+    [notice] = [line for line in plain(captured).splitlines() if "--approve" in line]
+    assert notice.endswith(": delete_file are blocked."), notice
+    assert "run_code" not in notice
+    with_tools(read_file)
+    _, captured = run(ip, f"%%pi {MODEL} --tools none\nread only")
+    assert "--approve" not in plain(captured)
+
+
 # --- the per-tool map and its precedence --------------------------------------------------------
 
 
