@@ -42,7 +42,7 @@ from ..agent.types import (
 )
 from ..ai.abort import ABORT_MESSAGE, AbortSignal
 from ..ai.types import TextContent, UserMessage
-from .approval import STATE_CHANGING_TOOLS, ApprovalGate, activate, deactivate
+from .approval import STATE_CHANGING_TOOLS, ApprovalGate, activate, deactivate, tool_policy
 from .errors import RunFailed, RunInterrupted, explain_error
 from .interrupts import MainThreadBridge, watch_sigint
 from .kernel_compat import cell_running, get_kernel, install_comm_ack
@@ -141,10 +141,18 @@ class PiRun:
         return agent
 
     def _gated_tools(self) -> list[str]:
-        """The tools of this run that ``--approve`` governs: the state-changing notebook tools
-        it offers and the conversation's own tools marked ``requires_approval``."""
-        own = [t.name for t in self.agent.state.tools if t.requires_approval and not is_notebook_tool(t)]
-        return sorted(STATE_CHANGING_TOOLS.intersection(self.options.tools)) + sorted(own)
+        """The tools of this run whose policy is ``--approve``'s (the notice names them): the
+        state-changing notebook tools it offers and the conversation's own ``requires_approval``
+        tools, unless ``c.PiMagics.approvals`` or the tool's own policy (MCP) decides for them."""
+        approvals = self.state.approvals()
+        offered = [(name, None) for name in sorted(STATE_CHANGING_TOOLS.intersection(self.options.tools))]
+        own = [(t.name, t) for t in self.agent.state.tools if not is_notebook_tool(t)]
+        return [
+            name
+            for name, tool in [*offered, *own]
+            if (decided := tool_policy(name, tool, approvals, "deny")) is not None
+            and decided.source == "run"
+        ]
 
     def _notices(self) -> list[str]:
         """Lines under the run that explain a setting: the approval policy (only when a tool it

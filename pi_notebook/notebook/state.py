@@ -191,13 +191,15 @@ class NotebookState:
 
     @property
     def mcp(self) -> McpManager:
-        """This kernel's MCP servers (made on first use); ``RuntimeError`` without the SDK."""
+        """This kernel's MCP servers; ``RuntimeError`` without the SDK. It is the process's
+        ``pi_notebook.mcp.default_manager()``, so a server started from Python with
+        ``mcp.connect(...)`` is the same server ``%pi mcp`` lists and ``%%pi`` runs use."""
         if self._mcp is None:
             try:
-                from ..mcp import McpManager
+                from ..mcp import default_manager
             except ImportError:
                 raise RuntimeError(MCP_INSTALL) from None
-            self._mcp = McpManager()
+            self._mcp = default_manager()
         return self._mcp
 
     @property
