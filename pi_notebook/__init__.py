@@ -1,7 +1,7 @@
 """pi_notebook: the Pi agent core in Python, running inside the Jupyter kernel.
 
-Layers (imports go one way only): ``ai`` <- ``agent`` <- ``session`` <- ``notebook`` (see
-``docs/design.md``). Importing this package does not import IPython; the extension hooks and
+Layers (imports go one way only): ``ai`` <- ``agent`` <- ``session`` / ``mcp`` <- ``notebook``
+(see ``docs/design.md``). Importing this package does not import IPython; the extension hooks and
 ``current`` load the notebook layer on first use.
 """
 

@@ -96,8 +96,7 @@ def test_api_reference_builds_with_the_key_pages(tmp_path: Path) -> None:
         "pi_notebook/agent.html": ["Agent", "AgentEvent", "tool"],
         "pi_notebook/session.html": ["SessionManager", "SessionRecorder"],
         "pi_notebook/mcp.html": ["McpManager", "connect"],
-        "pi_notebook/notebook/magics.html": ["PiMagics"],
-        "pi_notebook/notebook/options.html": ["PiConfig"],
+        "pi_notebook/notebook.html": ["PiMagics", "PiConfig", "NotebookState", "ask_approval"],
     }
     for page, names in expected.items():
         html = (out / page).read_text(encoding="utf-8")

@@ -1,6 +1,7 @@
-"""The public API, pinned: the exact ``__all__`` of ``pi_notebook``, ``pi_notebook.ai`` and
-``pi_notebook.agent`` (a change to the public names must change this file too), every exported
-name importable, and every module-level ``__all__`` in the two core packages complete.
+"""The public API, pinned: the exact ``__all__`` of ``pi_notebook``, ``pi_notebook.ai``,
+``pi_notebook.agent`` and ``pi_notebook.notebook`` (a change to the public names must change
+this file too), every exported name importable, and every module-level ``__all__`` in the two
+core packages complete.
 """
 
 from __future__ import annotations
@@ -8,6 +9,8 @@ from __future__ import annotations
 import ast
 import importlib
 import pkgutil
+import subprocess
+import sys
 from pathlib import Path
 from types import ModuleType
 
@@ -150,7 +153,31 @@ AGENT = [
     "tool",
 ]
 
-PINNED = {"pi_notebook": TOP_LEVEL, "pi_notebook.ai": AI, "pi_notebook.agent": AGENT}
+NOTEBOOK = [
+    "LiveView",
+    "NotebookState",
+    "PiConfig",
+    "PiMagics",
+    "PiResult",
+    "RunView",
+    "StateObserver",
+    "StaticView",
+    "ask_approval",
+    "load_ipython_extension",
+    "render_html",
+    "render_text",
+    "run_pi",
+    "run_pi_sync",
+    "state_for",
+    "unload_ipython_extension",
+]
+
+PINNED = {
+    "pi_notebook": TOP_LEVEL,
+    "pi_notebook.ai": AI,
+    "pi_notebook.agent": AGENT,
+    "pi_notebook.notebook": NOTEBOOK,
+}
 
 
 @pytest.mark.parametrize("package", sorted(PINNED))
@@ -170,9 +197,15 @@ def test_every_exported_name_is_importable(package: str) -> None:
     assert set(module.__all__) <= set(namespace)
 
 
-def test_notebook_package_exports_no_names_of_its_own() -> None:
-    """The notebook layer's package module names no exports: its API is in its submodules."""
-    assert getattr(pi_notebook.notebook, "__all__", None) is None
+def test_importing_the_notebook_package_loads_none_of_its_modules() -> None:
+    """``pi_notebook.notebook`` resolves its names on first access, so importing it (as
+    ``%load_ext`` does) costs nothing beyond the package itself."""
+    code = (
+        "import sys, pi_notebook.notebook\n"
+        "print(sorted(m for m in sys.modules if m.startswith('pi_notebook.notebook.')))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
 
 
 def _core_modules() -> list[ModuleType]:

@@ -17,5 +17,74 @@ ipywidgets.
   notebook tools), ``references`` (bounded, secret-safe summaries), ``result`` (``PiResult``),
   ``conversations`` (the functions behind ``pi_notebook.current()``), ``faux_stand_in``.
 
-Importing this package imports nothing heavy; import the submodules you need.
+Importing this package imports nothing heavy: the names of ``__all__`` load their module on
+first access (so ``import pi_notebook.notebook`` stays cheap for ``%load_ext``).
 """
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .approval import ask_approval
+    from .extension import load_ipython_extension, unload_ipython_extension
+    from .magics import PiMagics
+    from .observer import StateObserver
+    from .options import PiConfig
+    from .render import render_html, render_text
+    from .result import PiResult
+    from .run_view import RunView, StaticView
+    from .runner import run_pi, run_pi_sync
+    from .state import NotebookState, state_for
+    from .widgets import LiveView
+
+_HOMES = {
+    "LiveView": "widgets",
+    "NotebookState": "state",
+    "PiConfig": "options",
+    "PiMagics": "magics",
+    "PiResult": "result",
+    "RunView": "run_view",
+    "StateObserver": "observer",
+    "StaticView": "run_view",
+    "ask_approval": "approval",
+    "load_ipython_extension": "extension",
+    "render_html": "render",
+    "render_text": "render",
+    "run_pi": "runner",
+    "run_pi_sync": "runner",
+    "state_for": "state",
+    "unload_ipython_extension": "extension",
+}
+__all__ = [
+    "LiveView",
+    "NotebookState",
+    "PiConfig",
+    "PiMagics",
+    "PiResult",
+    "RunView",
+    "StateObserver",
+    "StaticView",
+    "ask_approval",
+    "load_ipython_extension",
+    "render_html",
+    "render_text",
+    "run_pi",
+    "run_pi_sync",
+    "state_for",
+    "unload_ipython_extension",
+]
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{home}"), name)
+    globals()[name] = value  # later lookups skip this function
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *__all__])

@@ -26,6 +26,8 @@ from .options import DEFAULT_NAME, MODEL_ENV, PARSER, PiConfig, model_option
 from .references import truncate
 from .result import sum_usage
 from .runner import run_pi_sync
+from .sessions_magics import HELP as SESSIONS_HELP
+from .sessions_magics import SESSION_SUBCOMMANDS, session_line, turn_offset
 from .state import NotebookState, has_model, state_for
 from .tools import is_notebook_tool, parse_tools_spec
 from .view import content_to_text
@@ -52,6 +54,8 @@ HELP = """\
   --temperature T         sampling temperature (0 to 2), e.g. 0 for reproducible answers
   --seed N                sampling seed (OpenAI-compatible chat completions only)
   --[no-]raise-on-error   raise after a run that ended in an error (default: headless runs)
+  --resume                continue this notebook's latest recorded conversation first
+  --replay                show the recorded answer of this prompt; no model is called
   $`expr` in the prompt attaches a bounded summary of a kernel value.
 
 %pi [--name NAME] SUBCOMMAND
@@ -67,6 +71,7 @@ HELP = """\
   mcp list | remove NAME  show the MCP servers (state, tools, reason) / stop one
   help                    this text
 """
+HELP += f"\n%pi [--name NAME] SUBCOMMAND, for recorded conversations (Pi session files)\n{SESSIONS_HELP}"
 
 
 @magics_class
@@ -162,6 +167,7 @@ def _status_cmd(magics: PiMagics, name: str | None, rest: str) -> None:
         *_approvals_lines(state),
         f"controls: {controls_line(mode)}",
         f"headless: {'yes' if headless.headless else 'no'} ({headless.reason})",
+        f"session: {session_line(state.sessions, name or DEFAULT_NAME)}",
     ]
     print("\n".join(lines))
 
@@ -209,12 +215,22 @@ def _history_cmd(magics: PiMagics, name: str | None, rest: str) -> None:
         count = int(rest) if rest else 20
     except ValueError:
         raise UsageError(f"history takes a number, not {rest!r}") from None
-    messages = conversation(magics.state, name).state.messages
+    agent = conversation(magics.state, name)
+    messages = agent.state.messages
     if not messages:
         print("(empty conversation)")
         return
-    for message in messages[-count:]:
-        print(history_line(message))
+    # User turns are numbered as %pi branch counts them (turns compacted away included).
+    turn = turn_offset(magics.state.sessions, name or DEFAULT_NAME, agent)
+    numbered = []
+    for message in messages:
+        if getattr(message, "role", None) == "user":
+            turn += 1
+            numbered.append(f"#{turn} {history_line(message)}")
+        else:
+            numbered.append(history_line(message))
+    for line in numbered[-count:]:
+        print(line)
 
 
 def _reset_cmd(magics: PiMagics, name: str | None, rest: str) -> None:
@@ -267,4 +283,5 @@ _SUBCOMMANDS = {
     "steer": _steer_cmd,
     "mcp": _mcp_cmd,
     "help": _help_cmd,
+    **SESSION_SUBCOMMANDS,
 }

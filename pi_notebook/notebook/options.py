@@ -18,7 +18,7 @@ from typing import Any, cast
 
 from IPython.core.error import UsageError
 from IPython.core.magic_arguments import MagicArgumentParser
-from traitlets import Bool, CaselessStrEnum, Dict, Float, Int, Unicode, validate
+from traitlets import Bool, CaselessStrEnum, Dict, Float, Int, TraitError, Unicode, validate
 from traitlets.config import Configurable
 
 from ..ai.models import THINKING_LEVELS
@@ -30,6 +30,7 @@ from .tools import parse_tools_spec
 
 DEFAULT_NAME = "default"
 MODEL_ENV = "PI_NOTEBOOK_MODEL"
+REPLAY_ENV = "PI_NOTEBOOK_REPLAY"
 CONFIG_SECTION = "PiMagics"
 DEFAULT_SYSTEM_PROMPT = (
     "You are Pi, an assistant working inside a Jupyter notebook. The user writes prompts in "
@@ -62,6 +63,16 @@ def resolve_model(spec: str) -> Model:
             if found is not None:
                 return found
         raise ValueError(str(exc.args[0]) if exc.args else f"unknown model {spec!r}") from None
+
+
+def env_flag(name: str) -> bool | None:
+    """``$name`` read as a switch: 1/true/yes/on, 0/false/no/off, else (unset) ``None``."""
+    value = os.environ.get(name, "").strip().lower()
+    if value in ("1", "true", "yes", "on"):
+        return True
+    if value in ("0", "false", "no", "off"):
+        return False
+    return None
 
 
 class PiConfig(Configurable):
@@ -99,26 +110,53 @@ class PiConfig(Configurable):
     temperature = Float(
         None, allow_none=True, help="Default --temperature (None: the provider's default)."
     ).tag(config=True)
+    # Sessions (``sessions.py``): where conversations are recorded, replay, compaction.
+    record = Bool(True, help="Record conversations as Pi session files ($PI_NOTEBOOK_RECORD=0: off).").tag(
+        config=True
+    )
+    session_dir = Unicode(
+        "", help="Session files' directory (default: Pi's for the notebook folder; $PI_NOTEBOOK_SESSION_DIR)"
+    ).tag(config=True)
+    replay = Bool(False, help="Replay every %%pi cell from its recording ($PI_NOTEBOOK_REPLAY=1).").tag(
+        config=True
+    )
+    compact = Bool(True, help="Compact a conversation automatically when it nears the context window.").tag(
+        config=True
+    )
+    compact_reserve_tokens = Int(16384, help="Tokens kept free for the answer (Pi's reserveTokens).").tag(
+        config=True
+    )
+    compact_keep_recent_tokens = Int(20000, help="Recent tokens kept verbatim (Pi's keepRecentTokens).").tag(
+        config=True
+    )
 
     @classmethod
     def section_names(cls) -> list[str]:
         names = list(super().section_names())
         return names if CONFIG_SECTION in names else [*names, CONFIG_SECTION]
 
+    # A validator must raise TraitError: traitlets rolls a rejected value back only for that
+    # type, so a ValueError from `%config PiMagics.tools = "raed"` was logged and then kept.
     @validate("approve")
     def _check_approve(self, proposal: Any) -> str:
         value = str(proposal["value"]).strip().lower()
         if value and value not in POLICIES:
-            raise ValueError(f"PiMagics.approve must be one of ask, auto, deny or empty, not {value!r}")
+            raise TraitError(f"PiMagics.approve must be one of ask, auto, deny or empty, not {value!r}")
         return value
 
     @validate("approvals")
     def _check_approvals(self, proposal: Any) -> dict[str, Policy]:
-        return check_approvals(proposal["value"])
+        try:
+            return check_approvals(proposal["value"])
+        except ValueError as exc:
+            raise TraitError(str(exc)) from None
 
     @validate("tools")
     def _check_tools(self, proposal: Any) -> str:
-        parse_tools_spec(str(proposal["value"]))
+        try:
+            parse_tools_spec(str(proposal["value"]))
+        except ValueError as exc:
+            raise TraitError(f"PiMagics.tools: {exc}") from None
         return str(proposal["value"])
 
     def defaults(self) -> Defaults:
@@ -148,6 +186,8 @@ def _parser() -> MagicArgumentParser:
         default=None,
         help="raise after a run that ended in an error (default: in headless runs)",
     )
+    add("--resume", action="store_true", help="continue this notebook's latest recorded conversation")
+    add("--replay", action="store_true", help="show the recorded answer instead of calling the model")
     return parser
 
 
@@ -191,6 +231,8 @@ class RunOptions:
         self.raise_on_error: bool | None = (
             ns.raise_on_error if ns.raise_on_error is not None else config.raise_on_error
         )
+        self.resume: bool = ns.resume
+        self.replay: bool = bool(ns.replay or config.replay or env_flag(REPLAY_ENV))
 
 
 def parse_options(line: str, config: PiConfig) -> RunOptions:

@@ -52,6 +52,8 @@ from .references import expand_references, format_references
 from .render import render_text
 from .result import PiResult, run_result
 from .run_view import RunView, StaticView
+from .sessions_compact import AutoCompactor
+from .sessions_replay import Recording, continue_after, find_recording, play
 from .state import NotebookState, has_model, state_for
 from .tools import Dispatch, is_notebook_tool, run_here
 from .view import explain
@@ -76,11 +78,15 @@ class PiRun:
         self.prompt = strip_markers(body).strip()
         if not self.prompt:
             raise UsageError("%%pi needs a prompt: write it in the cell body")
+        self.session_notes: list[str] = []
+        """Resumed / compacted notices of this run (``sessions*.py``), shown under it."""
         self.agent = self._conversation()
         try:
             self.state.load_mcp_config()
         except (ValueError, RuntimeError) as exc:
             raise UsageError(f"c.PiMagics.mcp_config: {exc}") from None
+        self.recording: Recording | None = self._recording() if self.options.replay else None
+        self.state.sessions.prepare_run(self.options.name, self.prompt, replay=self.recording is not None)
         text, refs = expand_references(self.prompt, shell.user_ns)
         content = [TextContent(text=text)] + ([TextContent(text=format_references(refs))] if refs else [])
         self.message = UserMessage(content=content)
@@ -105,6 +111,10 @@ class PiRun:
         self.start_index = 0
         self.finished = False
         self._cell_done: Callable[[], None] = lambda: None
+        self.run_messages: list[Any] = []
+        self.compactor: AutoCompactor | None = None
+        self.compacted = False
+        """A compaction replaced the transcript: ``_pi`` takes the run's messages as they ended."""
 
     def _conversation(self) -> Agent:
         o = self.options
@@ -114,13 +124,15 @@ class PiRun:
             raise UsageError(f"default model (c.PiMagics.model / {MODEL_ENV}): {exc}") from None
         if agent.state.is_streaming:
             raise UsageError(f"conversation {o.name!r} is already running; use --name for another one")
+        if o.resume and not agent.state.messages:
+            self.session_notes.append(self.state.sessions.resume_for_cell(o.name, agent))
         if o.model is not None:
             agent.state.model = o.model
         if o.thinking is not None:
             agent.state.thinking_level = cast("ThinkingLevel", o.thinking)
         if o.system is not None:
             agent.state.system_prompt = o.system
-        if not has_model(agent):
+        if not has_model(agent) and not o.replay:
             raise UsageError(
                 "no model: pass --model provider:id, run %pi model provider:id, "
                 "or set c.PiMagics.model / PI_NOTEBOOK_MODEL"
@@ -137,7 +149,22 @@ class PiRun:
         seed = seed_notice(self.options.seed, self.agent.state.model)
         return lines + [line for line in (thinking, seed) if line]
 
+    def _recording(self) -> Recording:
+        model = self.agent.state.model
+        spec = f"{model.provider}:{model.id}" if has_model(self.agent) else None
+        return find_recording(self.state.sessions, self.options.name, self.prompt, spec, new=self.options.new)
+
+    def _add_notice(self, view: RunView, *notes: str) -> None:
+        """Add lines under whatever notice the view shows (resumed, compacted)."""
+        view.set_notice("\n".join(n for n in (view.state.notice, *notes) if n))
+
     def _make_view(self) -> RunView:
+        view = self._make_plain_view()
+        if self.session_notes:
+            self._add_notice(view, *self.session_notes)
+        return view
+
+    def _make_plain_view(self) -> RunView:
         notice = "\n".join(self.notices) or None
         if not self.mode.live:
             return StaticView(self.prompt, notice)
@@ -167,6 +194,11 @@ class PiRun:
         (the agent has closed its run by then) and records it in ``interrupted``."""
         agent = self.agent
         self.loop = asyncio.get_running_loop()
+        if self.recording is not None:  # replay: the recorded answer, no model call
+            await play(self.recording, self.view.handle)
+            self.start_index = continue_after(self.state.sessions, self.options.name, agent, self.recording)
+            self.finished = True
+            return
         self.tools.begin_run(
             dispatch, self._interrupt_from_tool, model=agent.state.model, headless=self.mode.headless.headless
         )
@@ -186,7 +218,7 @@ class PiRun:
             if self.interrupted:  # interrupted before this loop existed (fallback): do not start
                 return
             await self.requests.probe_local_server()
-            await agent.prompt(self.message)
+            await self._prompt()
         except asyncio.CancelledError:
             self.interrupted = True
         finally:
@@ -214,8 +246,35 @@ class PiRun:
         if card is not None:  # cleared on Approve, before the tool runs and reports progress
             card.progress = reason
 
+    async def _prompt(self) -> None:
+        """Prompt the agent, compacting as Pi does: before the prompt and after the run when the
+        context nears the window, and once with a retry of the turn on a context overflow."""
+        agent = self.agent
+        manager = self.state.sessions.get(self.options.name).manager
+        compactor = self.compactor = AutoCompactor(manager, agent, self.state.config)
+        await self._compaction(compactor, before_prompt=True)
+        self.start_index = len(agent.state.messages)
+        await agent.prompt(self.message)
+        while await self._compaction(compactor):
+            await agent.continue_()
+
+    async def _compaction(self, compactor: AutoCompactor, *, before_prompt: bool = False) -> bool:
+        """One automatic check; shows its notice; True when the turn is to be retried."""
+        compactor.signal = self.signal
+        outcome = await compactor.check(before_prompt=before_prompt)
+        if outcome is None:
+            return False
+        self.session_notes.append(outcome.notice)
+        self._add_notice(self.view, outcome.notice)
+        self.compacted = self.compacted or not before_prompt
+        return outcome.retry
+
     def _listener(self, event: Any, signal: AbortSignal) -> None:
         self.signal = signal
+        if event.type == "message_end":
+            self.run_messages.append(event.message)
+        if self.compactor is not None:
+            self.compactor.saw(event)
         self.view.handle(event)
 
     @property
@@ -263,7 +322,7 @@ class PiRun:
     def finish(self) -> PiResult:
         """Freeze the output and set ``_pi`` (main thread, after the run)."""
         self._cell_done()
-        lines = list(self.notices)
+        lines = [*self.notices, *self.session_notes]
         extra = len(lines)
         if self.aborted and self.view.state.stop_reason != "aborted":
             lines.append(f"Aborted: {ABORT_MESSAGE}")  # stopped between turns: no aborted message
@@ -292,8 +351,9 @@ class PiRun:
 
     def result(self) -> PiResult:
         model = self.agent.state.model
+        messages = self.run_messages if self.compacted else self.agent.state.messages[self.start_index :]
         return run_result(
-            list(self.agent.state.messages[self.start_index :]),
+            list(messages),
             aborted=self.aborted,
             conversation=self.options.name,
             model=f"{model.provider}:{model.id}",

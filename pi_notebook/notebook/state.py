@@ -24,8 +24,10 @@ from ..ai.entry import stream_simple
 from ..ai.types import UserMessage
 from .approval import ApprovalSetup, Policy, RunMode, explain_policy, resolve_policy, run_mode
 from .cells import CellErrorLog
+from .observer import StateObserver
 from .options import DEFAULT_NAME, PiConfig, resolve_model
 from .result import PiResult
+from .sessions import NotebookSessions
 from .tools import NotebookTools
 
 if TYPE_CHECKING:
@@ -33,28 +35,7 @@ if TYPE_CHECKING:
 
 MCP_INSTALL = "MCP servers need the mcp SDK: pip install 'pi-notebook[mcp]'"
 
-
-class StateObserver:
-    """Hooks a recorder overrides; every method does nothing by default.
-
-    Called on the kernel's main thread for conversation changes and run boundaries, and from
-    the agent's listener (the loop that runs it) for messages.
-    """
-
-    def conversation_created(self, name: str, agent: Agent) -> None:
-        """A new, empty conversation ``name`` (first use, ``--new``)."""
-
-    def conversation_reset(self, name: str, agent: Agent) -> None:
-        """``%pi reset`` cleared the conversation."""
-
-    def run_started(self, name: str, agent: Agent, prompt: UserMessage) -> None:
-        """A ``%%pi`` run is about to prompt the agent with ``prompt``."""
-
-    def run_ended(self, name: str, agent: Agent, result: PiResult) -> None:
-        """A ``%%pi`` run ended (normally, with an error, or interrupted)."""
-
-    def message_appended(self, name: str, agent: Agent, message: Any) -> None:
-        """``message`` was appended to the conversation's transcript."""
+__all__ = ["NotebookState", "StateObserver", "has_model", "state_for"]
 
 
 class NotebookState:
@@ -72,6 +53,10 @@ class NotebookState:
         self._mcp_config_loaded = ""
         # every MCP tool handed to a run, by id (tools are not hashable); held, so ids stay unique
         self._mcp_tools: dict[int, AgentTool] = {}
+        # Records every conversation into a Pi session file (and keeps it for resume,
+        # compaction and replay); ``sessions.py`` owns where and how.
+        self.sessions = NotebookSessions(shell, lambda: self.config)
+        self.observe(self.sessions)
 
     # --- configuration ---------------------------------------------------------------------------
 

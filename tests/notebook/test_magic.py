@@ -426,7 +426,7 @@ def test_line_magic_subcommands(ip: Any, faux: FauxRegistration) -> None:
     assert line(ip, "thinking low") == "low\n"
     faux.set_responses(["the answer"])
     pi(ip, "", "the question")
-    assert line(ip, "history") == "user: the question\nassistant: the answer\n"
+    assert line(ip, "history") == "#1 user: the question\nassistant: the answer\n"
     status = line(ip, "status")
     for expected in (
         "conversation: default",

@@ -102,9 +102,9 @@ def test_history_shows_how_a_failed_turn_ended(ip: Any, faux: FauxRegistration) 
     pi(ip, MODEL, "first")
     pi(ip, "", "second")
     assert line(ip, "history").splitlines() == [
-        "user: first",
+        "#1 user: first",
         "assistant: fine",
-        "user: second",
+        "#2 user: second",
         "assistant: [error: 429 rate limited, retry later]",
     ]
 
@@ -185,3 +185,20 @@ def test_state_observers_hear_conversations_runs_and_messages(ip: Any, faux: Fau
         ("message", "side", "assistant"),
         ("ended", "side", "again"),
     ]
+
+
+@pytest.mark.parametrize(
+    ("setting", "kept"),
+    [("PiMagics.tools = 'raed'", ("tools", "all")), ("PiMagics.approve = 'maybe'", ("approve", ""))],
+)
+def test_a_rejected_config_value_is_not_kept(
+    ip: Any, caplog: pytest.LogCaptureFixture, setting: str, kept: tuple[str, str]
+) -> None:
+    """``%config`` with a bad value says why and leaves the old value in place (traitlets only
+    rolls back a TraitError); before, the bad value stayed and every later cell failed."""
+    from pi_notebook.notebook.state import state_for
+
+    ip.run_line_magic("config", setting)
+    name, old = kept
+    assert getattr(state_for(ip).config, name) == old
+    assert any("PiMagics." in record.getMessage() for record in caplog.records)

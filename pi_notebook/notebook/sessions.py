@@ -1,0 +1,372 @@
+"""``NotebookSessions``: every conversation of a shell recorded as a Pi session file.
+
+One object per ``NotebookState`` (it is the state's observer). Each conversation gets a
+``SessionManager``; its messages are appended as they end, so a kernel that dies leaves a file
+Pi's CLI can list and resume. Rules:
+
+* **Where.** Pi's own place for the notebook's folder, ``<agent dir>/sessions/--<folder>--/``
+  (the agent dir is ``$PI_CODING_AGENT_DIR`` or ``~/.pi/agent``), so ``pi --resume`` started in
+  that folder lists them and nothing lands in the user's repository. ``c.PiMagics.session_dir``
+  or ``$PI_NOTEBOOK_SESSION_DIR`` move them. The folder is the notebook's (from the frontend:
+  ``__vsc_ipynb_file__``, ``__session__``, ``$JPY_SESSION_NAME``), else the working directory.
+* **Which notebook.** Each file starts with a ``custom`` entry ``pi-notebook`` naming the
+  notebook and the conversation; each ``%%pi`` cell adds a ``pi-notebook-run`` entry with its
+  prompt and model (replay matches cells on them). Pi keeps ``custom`` entries out of the
+  model's context.
+* **Secrets.** Every line passes through ``redact_strings`` with the notebook's redactor (key
+  patterns, and the values of secret-named environment variables and notebook variables).
+* **Off.** ``c.PiMagics.record = False`` or ``$PI_NOTEBOOK_RECORD=0``: conversations keep an
+  in-memory session (compaction and branching still work) and nothing is written.
+* **Restart note.** A conversation resumed from a file tells the model once, as a hidden
+  ``custom_message`` (``display: false``) before the next prompt, that the kernel restarted.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..agent import Agent
+from ..ai.models import get_model
+from ..ai.types import Model, UserMessage
+from ..session import (
+    CustomEntry,
+    CustomMessage,
+    MessageEntry,
+    Redactor,
+    SessionInfo,
+    SessionManager,
+    SessionRecorder,
+    convert_to_llm,
+    list_sessions,
+    redact_strings,
+    resume,
+)
+from ..session.storage import default_session_dir
+from .observer import StateObserver
+from .options import PiConfig, env_flag
+from .references import REDACTED, looks_secret, redact_text
+
+SESSION_DIR_ENV = "PI_NOTEBOOK_SESSION_DIR"
+RECORD_ENV = "PI_NOTEBOOK_RECORD"
+NOTEBOOK_ENTRY = "pi-notebook"
+RUN_ENTRY = "pi-notebook-run"
+RESTART_MESSAGE = "pi-notebook-restart"
+RESTART_NOTE = (
+    "Note: the notebook's Python kernel was restarted since the messages above. Variables, "
+    "imports and objects you saw in it may be gone or different; look again before relying on them."
+)
+_MIN_SECRET_CHARS = 6  # shorter values would redact ordinary words
+
+
+def notebook_path(shell: Any) -> str | None:
+    """The notebook's file as the frontend reports it: VS Code's ``__vsc_ipynb_file__``,
+    JupyterLab's ``__session__`` / ``$JPY_SESSION_NAME`` (ipykernel); ``None`` when unknown."""
+    ns = getattr(shell, "user_ns", None) or {}
+    for value in (ns.get("__vsc_ipynb_file__"), ns.get("__session__"), os.environ.get("JPY_SESSION_NAME")):
+        if isinstance(value, str) and value.strip():
+            return _absolute(value.strip())
+    return None
+
+
+def _absolute(path: str) -> str:
+    """A frontend's path may be relative to the server's root, not to the kernel's cwd (the
+    notebook's folder): keep it when it exists from here, else take its file name here."""
+    if os.path.isabs(path):
+        return os.path.normpath(path)
+    here = os.path.abspath(path)
+    return here if os.path.exists(here) else os.path.join(os.getcwd(), os.path.basename(path))
+
+
+def secret_values(shell: Any) -> list[str]:
+    """Values that must never be written: secret-named environment variables and notebook
+    variables (``OPENAI_API_KEY``, ``db_password``, ...), longest first."""
+    found = {v for k, v in os.environ.items() if looks_secret(k) and len(v) >= _MIN_SECRET_CHARS}
+    ns = getattr(shell, "user_ns", None) or {}
+    for name, value in list(ns.items()):
+        secret = isinstance(value, str) and not name.startswith("_") and looks_secret(name)
+        if secret and len(value) >= _MIN_SECRET_CHARS:
+            found.add(value)
+    return sorted(found, key=len, reverse=True)
+
+
+def _redact(text: str, secrets: list[str]) -> str:
+    text = redact_text(text)
+    for secret in secrets:
+        if secret in text:
+            text = text.replace(secret, REDACTED)
+    return text
+
+
+def text_of(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    return "\n".join(getattr(b, "text", "") for b in content or () if getattr(b, "type", None) == "text")
+
+
+@dataclass
+class Tracked:
+    """The session of one conversation and what the notebook still has to write into it."""
+
+    manager: SessionManager
+    recorder: SessionRecorder
+    tagged: bool = False
+    restart_note: bool = False
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Listed:
+    """A session of this folder, with the notebook and conversation it was recorded for."""
+
+    info: SessionInfo
+    notebook: str | None
+    conversation: str | None
+
+
+class NotebookSessions(StateObserver):
+    """See the module docstring."""
+
+    def __init__(self, shell: Any, config: Callable[[], PiConfig]) -> None:
+        self.shell = shell
+        self._config = config
+        self.tracked: dict[str, Tracked] = {}
+        self.replay_cursors: dict[str, Any] = {}
+        """Where ``--replay`` stands in each conversation's recording (``sessions_replay.py``)."""
+
+    # --- settings ---------------------------------------------------------------------------
+
+    @property
+    def config(self) -> PiConfig:
+        return self._config()
+
+    @property
+    def recording(self) -> bool:
+        env = env_flag(RECORD_ENV)
+        return bool(self.config.record) if env is None else env
+
+    def notebook(self) -> str | None:
+        return notebook_path(self.shell)
+
+    def folder(self) -> str:
+        path = self.notebook()
+        return os.path.dirname(path) if path else os.getcwd()
+
+    def session_dir(self) -> str | None:
+        """The configured directory, or ``None`` for Pi's default one of the folder."""
+        configured = self.config.session_dir.strip() or os.environ.get(SESSION_DIR_ENV, "").strip()
+        return os.path.abspath(os.path.expanduser(configured)) if configured else None
+
+    def directory(self) -> str:
+        return self.session_dir() or default_session_dir(self.folder(), create=False)
+
+    def redact(self, text: str) -> str:
+        """The notebook's redactor: key patterns, then secret values known to the kernel."""
+        return _redact(text, secret_values(self.shell))
+
+    def redactor(self) -> Redactor:
+        """What every session line passes through before it is written; the secret values are
+        collected once per line, not once per string in it."""
+
+        def redact_entry(entry: dict[str, Any]) -> dict[str, Any]:
+            secrets = secret_values(self.shell)
+            return redact_strings(lambda text: _redact(text, secrets))(entry)
+
+        return redact_entry
+
+    # --- one session per conversation ------------------------------------------------------------
+
+    def new_manager(self) -> SessionManager:
+        folder = self.folder()
+        if not self.recording:
+            return SessionManager.in_memory(folder)
+        return SessionManager.create(folder, self.session_dir(), redact=self.redactor())
+
+    def open_manager(self, path: str) -> SessionManager:
+        return SessionManager.open(path, redact=self.redactor())
+
+    def track(self, name: str, manager: SessionManager | None = None) -> Tracked:
+        manager = manager if manager is not None else self.new_manager()
+        tracked = self.tracked[name] = Tracked(manager, SessionRecorder(manager))
+        return tracked
+
+    def get(self, name: str) -> Tracked:
+        found = self.tracked.get(name)
+        return found if found is not None else self.track(name)
+
+    def begin(self, name: str, agent: Agent) -> Tracked:
+        """Write the notebook tag (once) and the conversation's current model and thinking."""
+        tracked = self.get(name)
+        manager = tracked.manager
+        model = agent.state.model
+        known = model if model.provider != "unknown" and model.api != "unknown" else None
+        tracked.recorder.record_settings(known, agent.state.thinking_level)  # first, as Pi's sessions
+        if not tracked.tagged:
+            tracked.tagged = True
+            if not _has_custom(manager, NOTEBOOK_ENTRY):
+                manager.append_custom_entry(
+                    NOTEBOOK_ENTRY, {"notebook": self.notebook(), "conversation": name}
+                )
+        return tracked
+
+    # --- observer hooks ---------------------------------------------------------------------------
+
+    def conversation_created(self, name: str, agent: Agent) -> None:
+        self.track(name)
+        use_session_messages(agent)
+
+    def conversation_reset(self, name: str, agent: Agent) -> None:
+        self.track(name)  # a cleared conversation is a new session, as Pi's /new
+
+    def run_started(self, name: str, agent: Agent, prompt: UserMessage) -> None:
+        if self.get(name).extra.pop("replay", False):
+            return  # a replayed cell writes nothing
+        tracked = self.begin(name, agent)
+        model = agent.state.model
+        tracked.manager.append_custom_entry(
+            RUN_ENTRY, {"prompt": tracked.extra.pop("prompt", text_of(prompt.content)), "model": _spec(model)}
+        )
+        if tracked.restart_note:
+            tracked.restart_note = False
+            note = CustomMessage(custom_type=RESTART_MESSAGE, content=RESTART_NOTE, display=False)
+            tracked.manager.append_custom_message_entry(RESTART_MESSAGE, RESTART_NOTE, display=False)
+            agent.state.messages = [*agent.state.messages, note]
+
+    def message_appended(self, name: str, agent: Agent, message: Any) -> None:
+        tracked = self.tracked.get(name)
+        if tracked is None or not tracked.tagged:
+            tracked = self.begin(name, agent)  # a run started from Python code, not %%pi
+        tracked.recorder.record_message(message)
+
+    def prepare_run(self, name: str, prompt: str, *, replay: bool = False) -> None:
+        """The cell's prompt as typed (before ``$`expr``` expansion), for the run entry that
+        replay matches on; a replayed run records nothing."""
+        extra = self.get(name).extra
+        extra["prompt"] = prompt
+        extra["replay"] = replay
+
+    # --- finding, resuming -------------------------------------------------------------------------
+
+    def listed(self, *, every: bool = False) -> list[Listed]:
+        """This notebook's sessions (``every``: all of the folder), most recent first."""
+        notebook = self.notebook()
+        rows = []
+        for info in list_sessions(self.folder(), self.session_dir()):
+            tag = read_tag(info.path)
+            owner = tag.get("notebook") if tag else None
+            if every or (tag is not None and owner == notebook):
+                conversation = tag.get("conversation") if tag else None
+                rows.append(Listed(info, owner if isinstance(owner, str) else None, conversation))
+        return rows
+
+    def find(self, name: str, choice: str = "") -> str:
+        """The session file ``choice`` names (a number from ``%pi sessions``, a session name,
+        an id prefix or a path); without a choice, the latest one of conversation ``name``
+        other than the one it records into now. Raises ``LookupError`` with what to do."""
+        rows = self.listed(every=bool(choice) and not choice.isdigit())  # numbers are %pi sessions'
+        current = self.tracked[name].manager.session_file if name in self.tracked else None
+        if not choice:
+            mine = [r for r in rows if r.conversation in (name, None) and r.info.path != current]
+            if not mine:
+                raise LookupError(
+                    f"no recorded conversation {name!r} of this notebook in {self.directory()}; "
+                    "%pi sessions lists what there is"
+                )
+            return mine[0].info.path
+        return _pick(rows, choice, self.directory())
+
+    def resume_into(self, name: str, agent: Agent, path: str) -> int:
+        """Continue the session at ``path`` in conversation ``name``; returns its message count."""
+        manager = self.open_manager(path)
+        resume(agent, manager, resolve_model=resolve_recorded)
+        tracked = self.track(name, manager)
+        tracked.tagged = _has_custom(manager, NOTEBOOK_ENTRY)
+        tracked.restart_note = bool(agent.state.messages)
+        return len(agent.state.messages)
+
+    def resume_for_cell(self, name: str, agent: Agent) -> str:
+        """``%%pi --resume``: the latest recording of conversation ``name``, or a fresh start."""
+        try:
+            path = self.find(name)
+        except LookupError:
+            return "Nothing recorded to resume for this notebook: a new conversation starts."
+        count = self.resume_into(name, agent, path)
+        return f"Resumed {os.path.basename(path)} ({count} messages)."
+
+    def adopt(self, name: str, agent: Agent, manager: SessionManager, *, restarted: bool = False) -> None:
+        """Make ``manager`` (moved to another leaf or file) the conversation's session;
+        ``restarted``: its messages come from another kernel (the restart note is due)."""
+        resume(agent, manager, resolve_model=resolve_recorded)
+        tracked = self.track(name, manager)
+        tracked.tagged = _has_custom(manager, NOTEBOOK_ENTRY)
+        tracked.restart_note = restarted and bool(agent.state.messages)
+
+
+def use_session_messages(agent: Agent) -> None:
+    """Give the agent the session layer's ``convert_to_llm`` (unless it has its own), so
+    compaction summaries, branch summaries and the restart note reach the model as user text."""
+    if getattr(agent.convert_to_llm, "__module__", "") == "pi_notebook.agent.types":
+        agent.convert_to_llm = convert_to_llm
+
+
+def _spec(model: Model) -> str:
+    return f"{model.provider}:{model.id}"
+
+
+def resolve_recorded(provider: str, model_id: str) -> Model | None:
+    """The recorded model when this kernel knows it (else the conversation keeps its own)."""
+    try:
+        return get_model(provider, model_id)
+    except Exception:
+        return None
+
+
+def _has_custom(manager: SessionManager, custom_type: str) -> bool:
+    return any(isinstance(e, CustomEntry) and e.custom_type == custom_type for e in manager.get_entries())
+
+
+def read_tag(path: str) -> dict[str, Any] | None:
+    """The ``pi-notebook`` entry's data of a session file (among its first lines), or ``None``."""
+    try:
+        with open(path, encoding="utf-8") as handle:
+            for number, line in enumerate(handle):
+                if number > 50:
+                    return None
+                if f'"{NOTEBOOK_ENTRY}"' not in line:
+                    continue
+                try:
+                    row = json.loads(line)
+                except ValueError:
+                    continue
+                if row.get("type") == "custom" and row.get("customType") == NOTEBOOK_ENTRY:
+                    data = row.get("data")
+                    return data if isinstance(data, dict) else {}
+    except OSError:
+        return None
+    return None
+
+
+def _pick(rows: list[Listed], choice: str, directory: str) -> str:
+    if choice.isdigit():
+        index = int(choice)
+        if 1 <= index <= len(rows):
+            return rows[index - 1].info.path
+        raise LookupError(f"no session number {index}: %pi sessions lists {len(rows)}")
+    if choice.endswith(".jsonl") and os.path.exists(os.path.expanduser(choice)):
+        return os.path.abspath(os.path.expanduser(choice))
+    for row in rows:
+        if row.info.name == choice or row.info.id.startswith(choice):
+            return row.info.path
+    raise LookupError(f"no session named {choice!r} in {directory}; %pi sessions lists them")
+
+
+def user_turns(manager: SessionManager) -> list[MessageEntry]:
+    """The user messages on the current branch, oldest first (``%pi branch N`` counts them)."""
+    return [
+        e
+        for e in manager.get_branch()
+        if isinstance(e, MessageEntry) and getattr(e.message, "role", None) == "user"
+    ]

@@ -1,0 +1,221 @@
+"""The session subcommands of ``%pi``: sessions, resume, branch, fork, name, compact.
+
+Each takes ``(magics, name, rest)`` like the other subcommands in ``magics.py``, which adds
+``SESSION_SUBCOMMANDS`` to its table. They act on the conversation ``name`` (``--name``) and
+its session (``sessions.py``). A command that needs a model (``compact``,
+``branch --summarize``) runs it on a private event loop in a worker thread: a line magic
+cannot await.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import threading
+from collections.abc import Callable, Coroutine
+from datetime import datetime
+from typing import Any, TypeVar
+
+from IPython.core.error import UsageError
+
+from ..agent import Agent
+from ..session import CompactionError, SessionError, branch_with_generated_summary
+from .options import DEFAULT_NAME, MODEL_ENV
+from .references import truncate
+from .sessions import NotebookSessions, user_turns
+from .sessions_compact import compact_now, describe, summary_request
+
+_T = TypeVar("_T")
+
+HELP = """\
+  sessions [--all]        this notebook's recorded conversations (--all: the whole folder)
+  resume [N|NAME]         continue the latest recorded conversation (or one from %pi sessions)
+  branch N [--summarize]  go back to just after user turn N (numbers from %pi history)
+  fork                    copy the current path into a new session file and continue there
+  name [TEXT]             show or set the session's display name
+  compact [INSTRUCTIONS]  summarize older messages now (the model writes the summary)
+"""
+
+
+def run_coroutine(factory: Callable[[], Coroutine[Any, Any, _T]]) -> _T:
+    """Run a coroutine to completion from synchronous code, even under a running loop."""
+    out: list[_T] = []
+    failure: list[BaseException] = []
+
+    def work() -> None:
+        try:
+            out.append(asyncio.run(factory()))
+        except BaseException as exc:
+            failure.append(exc)
+
+    worker = threading.Thread(target=work, name="pi-notebook-session", daemon=True)
+    worker.start()
+    worker.join()
+    if failure:
+        raise failure[0]
+    return out[0]
+
+
+def _sessions(magics: Any) -> NotebookSessions:
+    sessions: NotebookSessions = magics.state.sessions
+    return sessions
+
+
+def _agent(magics: Any, name: str | None) -> Agent:
+    try:
+        agent: Agent = magics.state.conversation(name)
+    except ValueError as exc:
+        raise UsageError(f"default model (c.PiMagics.model / {MODEL_ENV}): {exc}") from None
+    if agent.state.is_streaming:
+        raise UsageError(f"conversation {name or DEFAULT_NAME!r} is running; wait for it to end")
+    return agent
+
+
+def _size(size: int) -> str:
+    for unit in ("B", "kB", "MB"):
+        if size < 1024 or unit == "MB":
+            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
+        size //= 1024
+    return f"{size} MB"
+
+
+def _when(moment: datetime) -> str:
+    return moment.astimezone().strftime("%Y-%m-%d %H:%M")
+
+
+def sessions_cmd(magics: Any, name: str | None, rest: str) -> None:
+    if rest not in ("", "--all"):
+        raise UsageError(f"sessions takes --all or nothing, not {rest!r}")
+    sessions = _sessions(magics)
+    rows = sessions.listed(every=rest == "--all")
+    if not rows:
+        print(f"no recorded conversations of this notebook in {sessions.directory()}")
+        return
+    current = {t.manager.session_file for t in sessions.tracked.values()}
+    print(f"   #  {'name':<18} {'first prompt':<40} {'msgs':>4} {'size':>8}  last change")
+    for number, row in enumerate(rows, 1):
+        info = row.info
+        mark = "*" if info.path in current else " "
+        label = truncate(info.name or row.conversation or "-", 18)
+        first = truncate(" ".join(info.first_message.split()), 40)
+        print(
+            f"{mark}{number:>3}  {label:<18} {first:<40} {info.message_count:>4} "
+            f"{_size(info.size):>8}  {_when(info.modified)}"
+        )
+    print(f"({sessions.directory()}; * = in use; %pi resume N continues one)")
+
+
+def resume_cmd(magics: Any, name: str | None, rest: str) -> None:
+    sessions = _sessions(magics)
+    key = name or DEFAULT_NAME
+    agent = _agent(magics, name)
+    try:
+        path = sessions.find(key, rest.strip())
+        count = sessions.resume_into(key, agent, path)
+    except (LookupError, SessionError) as exc:
+        raise UsageError(str(exc)) from None
+    model = agent.state.model
+    print(
+        f"conversation {key!r} resumed from {os.path.basename(path)}: {count} messages, "
+        f"model {model.provider}:{model.id}. The model will be told the kernel restarted."
+    )
+
+
+def session_line(sessions: NotebookSessions, name: str) -> str:
+    """Where conversation ``name`` is recorded, for ``%pi status``."""
+    if not sessions.recording:
+        return "not recorded (c.PiMagics.record / $PI_NOTEBOOK_RECORD)"
+    path = sessions.get(name).manager.session_file or ""
+    written = "" if os.path.exists(path) else " (written with the first answer)"
+    return f"{path}{written}"
+
+
+def turn_offset(sessions: NotebookSessions, name: str, agent: Agent) -> int:
+    """How many user turns of the session's branch the transcript no longer shows (compacted)."""
+    tracked = sessions.tracked.get(name)
+    if tracked is None:
+        return 0
+    shown = sum(1 for m in agent.state.messages if getattr(m, "role", None) == "user")
+    return max(0, len(user_turns(tracked.manager)) - shown)
+
+
+def branch_cmd(magics: Any, name: str | None, rest: str) -> None:
+    words = rest.split()
+    summarize = "--summarize" in words
+    words = [w for w in words if w != "--summarize"]
+    if len(words) != 1 or not words[0].isdigit():
+        raise UsageError("branch needs a user turn number N from %pi history (0: the start)")
+    number = int(words[0])
+    sessions = _sessions(magics)
+    key = name or DEFAULT_NAME
+    agent = _agent(magics, name)
+    manager = sessions.get(key).manager
+    turns = user_turns(manager)
+    if number > len(turns):
+        raise UsageError(f"there are {len(turns)} user turns; %pi history numbers them")
+    if number == len(turns):
+        print(f"conversation {key!r} is already at turn {number}")
+        return
+    target = turns[number]  # the turn after N: the branch leaves just before it
+    if summarize:
+        request = summary_request(agent)
+        run_coroutine(lambda: branch_with_generated_summary(manager, target.id, request))
+    elif target.parent_id is None:
+        manager.reset_leaf()
+    else:
+        manager.branch(target.parent_id)
+    sessions.adopt(key, agent, manager)
+    kept = "the start" if number == 0 else f"turn {number}"
+    print(
+        f"conversation {key!r} continues after {kept} ({len(agent.state.messages)} messages); "
+        "the later turns stay in the session file as another branch"
+    )
+
+
+def fork_cmd(magics: Any, name: str | None, rest: str) -> None:
+    sessions = _sessions(magics)
+    key = name or DEFAULT_NAME
+    _agent(magics, name)
+    tracked = sessions.get(key)
+    old = tracked.manager.session_file
+    leaf = tracked.manager.get_leaf_id()
+    if leaf is None:
+        raise UsageError("nothing to fork yet: the conversation is empty")
+    path = tracked.manager.create_branched_session(leaf)
+    if path is None:
+        print(f"conversation {key!r} forked (in memory: recording is off)")
+        return
+    note = "" if os.path.exists(path) else " (written with the next answer)"
+    kept = os.path.basename(old or "")
+    print(f"conversation {key!r} continues in {os.path.basename(path)}{note}; {kept} is kept")
+
+
+def name_cmd(magics: Any, name: str | None, rest: str) -> None:
+    sessions = _sessions(magics)
+    key = name or DEFAULT_NAME
+    manager = sessions.get(key).manager
+    if rest:
+        manager.append_session_info(rest)
+    print(manager.get_session_name() or "(no name; %pi name TEXT sets one)")
+
+
+def compact_cmd(magics: Any, name: str | None, rest: str) -> None:
+    sessions = _sessions(magics)
+    key = name or DEFAULT_NAME
+    agent = _agent(magics, name)
+    manager = sessions.get(key).manager
+    try:
+        entry = run_coroutine(lambda: compact_now(manager, agent, magics.state.config, rest or None))
+    except CompactionError as exc:
+        raise UsageError(f"compact: {exc}") from None
+    print(describe(entry) + f" {len(agent.state.messages)} messages in the context now.")
+
+
+SESSION_SUBCOMMANDS: dict[str, Callable[[Any, str | None, str], None]] = {
+    "sessions": sessions_cmd,
+    "resume": resume_cmd,
+    "branch": branch_cmd,
+    "fork": fork_cmd,
+    "name": name_cmd,
+    "compact": compact_cmd,
+}

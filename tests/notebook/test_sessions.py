@@ -1,0 +1,572 @@
+"""Conversations recorded as Pi session files, on a real ``InteractiveShell`` with the faux
+provider: where the files go and what they say, secrets kept out, ``%pi sessions / resume /
+branch / fork / name / compact``, the restart note, ``--resume`` and ``--replay``."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from IPython.core.error import UsageError
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+from kernel_ipshell import ip_fixture, outputs, run  # noqa: F401
+from test_magic import Recorder
+
+from pi_notebook.ai.faux import (
+    FauxRegistration,
+    faux_assistant_message,
+    faux_tool_call,
+    register_faux_provider,
+)
+from pi_notebook.notebook import conversations
+from pi_notebook.notebook.sessions import NOTEBOOK_ENTRY, RESTART_MESSAGE, RESTART_NOTE, RUN_ENTRY
+from pi_notebook.notebook.state import state_for
+from pi_notebook.session import SessionManager, list_sessions
+from pi_notebook.session.storage import encode_cwd
+
+MODEL = "--model faux:faux-1"
+SESSION_TRAITS = (
+    "record",
+    "session_dir",
+    "replay",
+    "compact",
+    "compact_reserve_tokens",
+    "compact_keep_recent_tokens",
+)
+
+
+@pytest.fixture
+def sdir(ip: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """A private session directory (``$PI_NOTEBOOK_SESSION_DIR``); session traits restored after."""
+    directory = tmp_path / "sessions"
+    monkeypatch.setenv("PI_NOTEBOOK_SESSION_DIR", str(directory))
+    for name in ("PI_NOTEBOOK_RECORD", "PI_NOTEBOOK_REPLAY", "JPY_SESSION_NAME"):
+        monkeypatch.delenv(name, raising=False)
+    sessions = state_for(ip).sessions
+    sessions.tracked.clear()
+    sessions.replay_cursors.clear()
+    try:
+        yield directory
+    finally:
+        magics = ip.magics_manager.registry["PiMagics"]
+        for trait in SESSION_TRAITS:
+            setattr(magics, trait, magics.trait_defaults(trait))
+        sessions.tracked.clear()
+        sessions.replay_cursors.clear()
+
+
+def cell(ip: Any, line: str, body: str) -> tuple[Any, Any]:
+    result, captured = run(ip, f"%%pi {line}\n{body}")
+    if result.error_in_exec is not None:
+        raise result.error_in_exec
+    return result, captured
+
+
+def line(ip: Any, text: str) -> str:
+    result, captured = run(ip, f"%pi {text}")
+    if result.error_in_exec is not None:
+        raise result.error_in_exec
+    return str(captured.stdout)
+
+
+def files(directory: Path) -> list[Path]:
+    return sorted(directory.glob("*.jsonl"))
+
+
+def rows(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(x) for x in path.read_text().splitlines()]
+
+
+def plain(captured: Any) -> str:
+    [found] = outputs(captured)
+    return str(found["text/plain"])
+
+
+# --- recording ------------------------------------------------------------------------------------
+
+
+def test_each_conversation_is_recorded_as_it_runs(ip: Any, faux: FauxRegistration, sdir: Path) -> None:
+    faux.set_responses(["first answer", "second answer", "other answer"])
+    cell(ip, MODEL, "first question")
+    [path] = files(sdir)
+    lines = rows(path)
+    assert lines[0]["type"] == "session"
+    assert lines[0]["cwd"] == os.getcwd()
+    tag = next(r for r in lines if r["type"] == "custom" and r["customType"] == NOTEBOOK_ENTRY)
+    assert tag["data"] == {"notebook": None, "conversation": "default"}
+    run_entry = next(r for r in lines if r.get("customType") == RUN_ENTRY)
+    assert run_entry["data"] == {"prompt": "first question", "model": "faux:faux-1"}
+    assert [r["message"]["role"] for r in lines if r["type"] == "message"] == ["user", "assistant"]
+    assert f"session: {path}\n" in line(ip, "status")
+    cell(ip, "", "second question")
+    assert len(rows(path)) == len(lines) + 3  # run entry, user, assistant: appended as they end
+    cell(ip, f"{MODEL} --name other", "a question for the other conversation")
+    assert len(files(sdir)) == 2
+    # Pi reads it back: the same two turns in its context
+    context = SessionManager.open(str(path)).build_session_context()
+    assert [m.role for m in context.messages] == ["user", "assistant", "user", "assistant"]
+    assert context.model is not None
+    assert context.model.model_id == "faux-1"
+
+
+def test_files_go_to_pis_folder_for_the_notebook(
+    ip: Any, faux: FauxRegistration, sdir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("PI_NOTEBOOK_SESSION_DIR")
+    agent_dir = tmp_path / "agent"
+    monkeypatch.setenv("PI_CODING_AGENT_DIR", str(agent_dir))
+    folder = tmp_path / "project"
+    folder.mkdir()
+    notebook = folder / "analysis.ipynb"
+    ip.user_ns["__vsc_ipynb_file__"] = str(notebook)
+    faux.set_responses(["noted"])
+    cell(ip, MODEL, "hello")
+    expected = agent_dir / "sessions" / encode_cwd(str(folder))
+    [path] = files(expected)
+    assert rows(path)[0]["cwd"] == str(folder)
+    tag = next(r for r in rows(path) if r.get("customType") == NOTEBOOK_ENTRY)
+    assert tag["data"]["notebook"] == str(notebook)
+    assert [i.path for i in list_sessions(str(folder))] == [str(path)]  # what `pi --resume` lists
+
+
+def test_a_prompt_without_an_answer_leaves_no_file_and_record_off_writes_nothing(
+    ip: Any, faux: FauxRegistration, sdir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ip.run_line_magic("config", "PiMagics.record = False")
+    faux.set_responses(["not written"])
+    cell(ip, MODEL, "hello")
+    assert files(sdir) == []
+    ip.run_line_magic("config", "PiMagics.record = True")
+    monkeypatch.setenv("PI_NOTEBOOK_RECORD", "0")
+    faux.set_responses(["not written either"])
+    cell(ip, f"{MODEL} --new", "hello again")
+    assert files(sdir) == []
+    monkeypatch.setenv("PI_NOTEBOOK_RECORD", "1")
+    faux.set_responses(["written"])
+    cell(ip, f"{MODEL} --new", "now")
+    assert len(files(sdir)) == 1
+
+
+def test_secrets_never_reach_the_file(
+    ip: Any, faux: FauxRegistration, sdir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    env_key = "sk-proj-" + "Q" * 24
+    service_token = "tok-9f8e7d6c5b4a-notebook"
+    password = "correct-horse-battery-staple"
+    monkeypatch.setenv("OPENAI_API_KEY", env_key)
+    monkeypatch.setenv("MY_SERVICE_TOKEN", service_token)
+    ip.user_ns["db_password"] = password
+    code = "import os; print(os.environ['MY_SERVICE_TOKEN']); print(db_password)"
+    faux.set_responses(
+        [
+            faux_assistant_message(
+                [faux_tool_call("run_code", {"code": code}, id="c1")], stop_reason="toolUse"
+            ),
+            faux_assistant_message(
+                [faux_tool_call("inspect_variable", {"name": "db_password"}, id="c2")], stop_reason="toolUse"
+            ),
+            f"The key {env_key}, the token {service_token} and the password {password}.",
+        ]
+    )
+    _, _captured = cell(ip, f"{MODEL} --approve auto", "show me the credentials")
+    state = state_for(ip)
+    results = [m for m in conversations.current().state.messages if m.role == "toolResult"]
+    assert service_token in results[0].content[0].text  # the agent really saw it
+    [path] = files(sdir)
+    text = path.read_text()
+    for secret in (env_key, service_token, password):
+        assert secret not in text
+    assert "[REDACTED]" in text
+    # the transcript in memory is untouched: the model keeps its context
+    assert (
+        state.sessions.tracked["default"]
+        .manager.build_session_context()
+        .messages[-1]
+        .content[0]
+        .text.count(password)
+        == 1
+    )
+
+
+# --- resume, branch, fork, name ------------------------------------------------------------------
+
+
+def restart(ip: Any) -> None:
+    """What a kernel restart leaves: no conversations, nothing tracked (the files stay)."""
+    conversations.clear()
+    state_for(ip).sessions.tracked.clear()
+    state_for(ip).sessions.replay_cursors.clear()
+
+
+def test_resume_continues_the_latest_conversation_and_tells_the_model_once(
+    ip: Any, faux: FauxRegistration, sdir: Path
+) -> None:
+    seen = Recorder()
+    faux.set_responses(["Paris.", seen.reply("Lyon."), seen.reply("Nice.")])
+    cell(ip, MODEL, "capital of France?")
+    [path] = files(sdir)
+    restart(ip)
+    out = line(ip, "resume")
+    assert f"resumed from {path.name}: 2 messages, model faux:faux-1" in out
+    cell(ip, "", "and its second city?")  # no --model: the recorded one is back
+    assert seen.texts()[:2] == ["capital of France?", "Paris."]
+    assert RESTART_NOTE in seen.texts()[2]
+    assert seen.texts()[3] == "and its second city?"
+    cell(ip, "", "and the third?")
+    assert sum(RESTART_NOTE in t for t in seen.texts()) == 1  # told once
+    assert files(sdir) == [path]  # the same file goes on
+    note = [r for r in rows(path) if r["type"] == "custom_message"]
+    assert [(n["customType"], n["display"]) for n in note] == [(RESTART_MESSAGE, False)]
+
+
+def test_resume_flag_on_a_cell_and_nothing_to_resume(ip: Any, faux: FauxRegistration, sdir: Path) -> None:
+    seen = Recorder()
+    faux.set_responses([seen.reply("nothing before"), "one", seen.reply("two")])
+    _, captured = cell(ip, f"{MODEL} --resume", "start")
+    assert "Nothing recorded to resume" in plain(captured)
+    assert seen.texts() == ["start"]
+    cell(ip, f"{MODEL} --new", "remember 42")
+    restart(ip)
+    _, captured = cell(ip, "--resume", "what did I ask you to remember?")
+    assert "Resumed " in plain(captured)
+    assert "(2 messages)" in plain(captured)
+    assert seen.texts()[0] == "remember 42"
+    with pytest.raises(UsageError, match="no recorded conversation 'nobody'"):
+        line(ip, "--name nobody resume")
+
+
+def test_sessions_lists_this_notebooks_conversations_and_resume_picks_one(
+    ip: Any, faux: FauxRegistration, sdir: Path
+) -> None:
+    faux.set_responses(["a1", "b1"])
+    cell(ip, MODEL, "alpha question")
+    cell(ip, f"{MODEL} --new", "beta question")
+    line(ip, "name Beta work")
+    listing = line(ip, "sessions").splitlines()
+    assert "first prompt" in listing[0]
+    assert listing[1].startswith("*  1  Beta work")
+    assert "beta question" in listing[1]
+    assert listing[2].startswith("   2  default")
+    assert "alpha question" in listing[2]
+    assert " 2 " in listing[2]
+    assert "B" in listing[2]
+    restart(ip)
+    line(ip, "resume 2")
+    assert [m.content[0].text for m in conversations.current().state.messages] == ["alpha question", "a1"]
+    line(ip, "resume Beta work")
+    assert conversations.current().state.messages[0].content[0].text == "beta question"
+    with pytest.raises(UsageError, match="no session number 7"):
+        line(ip, "resume 7")
+    assert line(ip, "name") == "Beta work\n"
+
+
+def test_branch_goes_back_without_losing_the_other_branch(
+    ip: Any, faux: FauxRegistration, sdir: Path
+) -> None:
+    seen = Recorder()
+    faux.set_responses(["r1", "r2", "r3", seen.reply("r2 again")])
+    for prompt in ("one", "two", "three"):
+        cell(ip, MODEL, prompt)
+    history = line(ip, "history")
+    assert history.splitlines()[0] == "#1 user: one"
+    assert "#3 user: three" in history
+    out = line(ip, "branch 1")
+    assert "continues after turn 1 (2 messages)" in out
+    cell(ip, "", "two, differently")
+    assert seen.texts() == ["one", "r1", "two, differently"]
+    [path] = files(sdir)
+    manager = SessionManager.open(str(path))
+    users = [
+        e.message.content[0].text
+        for e in manager.get_entries()
+        if e.type == "message" and e.message.role == "user"
+    ]
+    assert users == ["one", "two", "three", "two, differently"]  # both branches are in the file
+    assert [m.role for m in manager.build_session_context().messages] == ["user", "assistant"] * 2
+    with pytest.raises(UsageError, match="there are 2 user turns"):
+        line(ip, "branch 5")
+    line(ip, "branch 0")
+    assert conversations.current().state.messages == []
+
+
+def test_fork_copies_the_path_into_a_new_file(ip: Any, faux: FauxRegistration, sdir: Path) -> None:
+    faux.set_responses(["r1", "r2"])
+    cell(ip, MODEL, "one")
+    [old] = files(sdir)
+    out = line(ip, "fork")
+    assert f"{old.name} is kept" in out
+    cell(ip, "", "two")
+    new = next(p for p in files(sdir) if p != old)
+    assert rows(new)[0]["parentSession"] == str(old)
+    assert len([r for r in rows(old) if r["type"] == "message"]) == 2
+    assert len([r for r in rows(new) if r["type"] == "message"]) == 4
+
+
+# --- replay -----------------------------------------------------------------------------------------
+
+
+def test_replay_shows_the_recorded_answers_without_calling_a_model(
+    ip: Any, faux: FauxRegistration, sdir: Path
+) -> None:
+    faux.set_responses(
+        [
+            faux_assistant_message([faux_tool_call("list_variables", {}, id="v1")], stop_reason="toolUse"),
+            "You have **no** variables.",
+            "Second answer.",
+        ]
+    )
+    _, first = cell(ip, MODEL, "# NBVAL_IGNORE_OUTPUT\nwhat variables do I have?")
+    _, second = cell(ip, "", "and then?")
+    recorded = [plain(first), plain(second)]
+    size = [p.stat().st_size for p in files(sdir)]
+    calls = faux.state.call_count
+    restart(ip)
+    ip.run_line_magic("config", "PiMagics.replay = True")
+    _, again1 = cell(ip, MODEL, "what variables do I have?")
+    _, again2 = cell(ip, "", "and then?")
+    assert [plain(again1), plain(again2)] == recorded
+    assert "list_variables" in recorded[0]
+    assert faux.state.call_count == calls
+    assert [p.stat().st_size for p in files(sdir)] == size  # replay writes nothing
+    assert ip.user_ns["_pi"].text == "Second answer."
+    assert len(conversations.current().state.messages) == 6  # the conversation goes on from there
+    _, rerun = cell(ip, MODEL, "what variables do I have?")  # re-running a cell finds it again
+    assert plain(rerun) == recorded[0]
+    with pytest.raises(
+        UsageError, match="--replay: no recorded answer for this prompt with model faux:faux-1"
+    ):
+        cell(ip, "", "a prompt nobody recorded")
+    other = register_faux_provider(provider="other", models=[{"id": "m"}])
+    try:
+        with pytest.raises(UsageError, match="with model other:m"):
+            cell(ip, "--model other:m", "and then?")  # recorded with faux:faux-1 only
+    finally:
+        other.unregister()
+    assert faux.state.call_count == calls
+
+
+def test_replay_flag_on_one_cell_and_a_live_cell_after_it(
+    ip: Any, faux: FauxRegistration, sdir: Path
+) -> None:
+    seen = Recorder()
+    faux.set_responses(["recorded", seen.reply("live")])
+    cell(ip, MODEL, "q1")
+    restart(ip)
+    _, captured = cell(ip, f"{MODEL} --replay", "q1")
+    assert "recorded" in plain(captured)
+    cell(ip, "", "q2")  # live again: continues from the replayed turn, in the same file
+    assert seen.texts() == ["q1", "recorded", RESTART_NOTE, "q2"]  # replayed tools did not run here
+    [path] = files(sdir)
+    assert [r["message"]["role"] for r in rows(path) if r["type"] == "message"] == ["user", "assistant"] * 2
+
+
+# --- compaction ---------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def small(sdir: Path, ip: Any) -> Iterator[FauxRegistration]:
+    """A faux model with a 2000-token window, compaction settings scaled to it."""
+    registration = register_faux_provider(
+        provider="tiny", models=[{"id": "tiny-1", "contextWindow": 2000}], token_size={"min": 1, "max": 1}
+    )
+    ip.run_line_magic("config", "PiMagics.compact_reserve_tokens = 800")
+    ip.run_line_magic("config", "PiMagics.compact_keep_recent_tokens = 300")
+    ip.run_line_magic("config", "PiMagics.tools = 'none'")  # no tool schemas: token counts stay small
+    try:
+        yield registration
+    finally:
+        registration.unregister()
+
+
+def words(n: int, tag: str) -> str:
+    return " ".join(f"{tag}{i}" for i in range(n))
+
+
+def test_automatic_compaction_near_the_window(ip: Any, small: FauxRegistration, sdir: Path) -> None:
+    seen = Recorder()
+    small.set_responses(["ok one", "ok two", "SUMMARY: the user sent long lists.", seen.reply("ok three")])
+    _, first = cell(ip, "--model tiny:tiny-1", words(150, "a"))  # ~270 tokens: below 2000 - 800
+    assert "compacted" not in plain(first)
+    _, second = cell(ip, "", words(900, "b"))  # ~1350 tokens in context: over, compact after the run
+    text = plain(second)
+    assert "Context compacted (context near the model's window):" in text
+    assert ip.user_ns["_pi"].text == "ok two"  # the run's own answer, not the summary
+    cell(ip, "", "short")
+    first_seen = seen.texts()[0]
+    assert first_seen.startswith("The conversation history before this point was compacted")
+    assert "SUMMARY: the user sent long lists." in first_seen
+    [path] = files(sdir)
+    assert [r["type"] for r in rows(path)].count("compaction") == 1
+    out = line(ip, "history")
+    assert "#3 user: short" in out  # turns compacted away still count
+
+
+def test_overflow_compacts_and_retries_once(ip: Any, small: FauxRegistration, sdir: Path) -> None:
+    overflow = faux_assistant_message(
+        [], stop_reason="error", error_message="prompt is too long: 2100 tokens > 2000"
+    )
+    overflow.provider, overflow.model = "tiny", "tiny-1"
+    seen = Recorder()
+    small.set_responses(["ok one", "ok two", overflow, "SUMMARY.", seen.reply("answer after retry")])
+    cell(ip, "--model tiny:tiny-1", words(150, "a"))
+    cell(ip, "", words(300, "b"))  # ~350 tokens: turn two is kept, turn one can be summarized
+    _, captured = cell(ip, "", words(20, "c"))
+    text = plain(captured)
+    assert "Context compacted (context overflow)" in text
+    assert ip.user_ns["_pi"].text == "answer after retry"
+    assert seen.texts()[-1] == words(20, "c")  # the same turn, retried
+    assert seen.texts()[0].startswith("The conversation history before this point was compacted")
+    assert all("prompt is too long" not in t for t in seen.texts())
+    [path] = files(sdir)
+    stops = [r["message"].get("stopReason") for r in rows(path) if r["type"] == "message"]
+    assert "error" in stops  # the failed answer stays in the file, as in Pi
+
+
+def test_a_second_overflow_is_reported_not_retried(ip: Any, small: FauxRegistration, sdir: Path) -> None:
+    def overflow() -> Any:
+        def factory(context: Any, options: Any, state: Any, model: Any) -> Any:  # stamped when answered
+            # An answer in the compaction's own millisecond counts as older than it (Pi's rule);
+            # a real provider never answers that fast, the unpaced faux can.
+            time.sleep(0.005)
+            message = faux_assistant_message([], stop_reason="error", error_message="prompt is too long")
+            message.provider, message.model = "tiny", "tiny-1"
+            return message
+
+        return factory
+
+    small.set_responses(["ok one", "ok two", overflow(), "SUMMARY.", overflow()])
+    cell(ip, "--model tiny:tiny-1", words(150, "a"))
+    cell(ip, "", words(300, "b"))
+    _, captured = cell(ip, "", words(20, "c"))
+    assert "Context overflow recovery failed after one compact-and-retry attempt" in plain(captured)
+    assert small.state.call_count == 5
+
+
+def test_compact_on_demand(ip: Any, small: FauxRegistration, sdir: Path) -> None:
+    small.set_responses(["ok one", "ok two", "SUMMARY on demand."])
+    with pytest.raises(UsageError, match="compact: Nothing to compact"):
+        line(ip, "compact")
+    cell(ip, "--model tiny:tiny-1", words(150, "a"))
+    cell(ip, "", words(300, "b"))
+    out = line(ip, "compact focus on the b words")
+    assert out.startswith("Context compacted: ")
+    assert "messages in the context now" in out
+    messages = conversations.current().state.messages
+    assert messages[0].role == "compactionSummary"
+    assert "SUMMARY on demand." in messages[0].summary
+
+
+def test_the_notebook_path_comes_from_the_frontend(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from types import SimpleNamespace
+
+    from pi_notebook.notebook.sessions import notebook_path
+
+    monkeypatch.delenv("JPY_SESSION_NAME", raising=False)
+    monkeypatch.chdir(tmp_path)
+    assert notebook_path(SimpleNamespace(user_ns={})) is None
+    monkeypatch.setenv("JPY_SESSION_NAME", "work/here.ipynb")  # relative to the server's root
+    assert notebook_path(SimpleNamespace(user_ns={})) == str(tmp_path / "here.ipynb")
+    (tmp_path / "work").mkdir()
+    (tmp_path / "work" / "here.ipynb").write_text("{}")
+    assert notebook_path(SimpleNamespace(user_ns={})) == str(tmp_path / "work" / "here.ipynb")
+    shell = SimpleNamespace(user_ns={"__session__": str(tmp_path / "lab.ipynb")})
+    assert notebook_path(shell) == str(tmp_path / "lab.ipynb")
+    shell.user_ns["__vsc_ipynb_file__"] = "/code/vs.ipynb"  # VS Code's wins: it is always absolute
+    assert notebook_path(shell) == "/code/vs.ipynb"
+
+
+def test_the_real_pi_lists_and_opens_a_notebook_session(
+    ip: Any, faux: FauxRegistration, sdir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What `pi --resume` in the notebook's folder sees: Pi 0.83 from npm lists the file with
+    its name and first prompt and rebuilds the same context."""
+    import shutil
+    import subprocess
+
+    conformance = Path(__file__).parents[1] / "conformance"
+    sys.path.insert(0, str(conformance))
+    from pi_node import missing_reason
+
+    reason = missing_reason()
+    if reason is not None:
+        pytest.skip(reason)
+    monkeypatch.delenv("PI_NOTEBOOK_SESSION_DIR")
+    monkeypatch.setenv("PI_CODING_AGENT_DIR", str(tmp_path / "agent"))
+    folder = tmp_path / "project"
+    folder.mkdir()
+    ip.user_ns["__vsc_ipynb_file__"] = str(folder / "nb.ipynb")
+    faux.set_responses(
+        [
+            faux_assistant_message([faux_tool_call("list_variables", {}, id="t1")], stop_reason="toolUse"),
+            "Nothing much.",
+        ]
+    )
+    cell(ip, MODEL, "what is defined?")
+    line(ip, "name Notebook chat")
+    script = (
+        'import { SessionManager } from "./node_modules/@earendil-works/pi-coding-agent/dist/core/'
+        'session-manager.js";\n'
+        f"const list = await SessionManager.list({json.dumps(str(folder))});\n"
+        "const sm = SessionManager.open(list[0].path);\n"
+        "const ctx = sm.buildSessionContext();\n"
+        "console.log(JSON.stringify({list: list.map(s => [s.name, s.firstMessage, s.messageCount]),"
+        " roles: ctx.messages.map(m => m.role), model: ctx.model}));\n"
+    )
+    node = shutil.which("node")
+    assert node is not None
+    proc = subprocess.run(
+        [node, "--input-type=module", "-e", script],
+        cwd=conformance,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+        env={**os.environ, "PI_CODING_AGENT_DIR": str(tmp_path / "agent")},
+    )
+    seen = json.loads(proc.stdout)
+    assert seen["list"] == [["Notebook chat", "what is defined?", 4]]
+    assert seen["roles"] == ["user", "assistant", "toolResult", "assistant"]
+    assert seen["model"] == {"provider": "faux", "modelId": "faux-1"}
+
+
+def test_branch_with_a_summary_of_the_branch_left_behind(ip: Any, faux: FauxRegistration, sdir: Path) -> None:
+    seen = Recorder()
+    faux.set_responses(["r1", "r2", "We tried the second idea.", seen.reply("fresh")])
+    cell(ip, MODEL, "one")
+    cell(ip, "", "two")
+    out = line(ip, "branch 1 --summarize")
+    assert "continues after turn 1" in out
+    cell(ip, "", "another idea")
+    assert seen.texts()[:2] == ["one", "r1"]
+    assert "We tried the second idea." in seen.texts()[2]  # the branch summary, as user text
+    assert seen.texts()[3] == "another idea"
+    [path] = files(sdir)
+    [summary] = [r for r in rows(path) if r["type"] == "branch_summary"]
+    assert summary["summary"].endswith("We tried the second idea.")
+
+
+def test_an_overflow_retry_is_forgotten_after_a_good_answer_or_a_new_user_message() -> None:
+    from pi_notebook.agent import Agent
+    from pi_notebook.agent.types import MessageEndEvent, MessageStartEvent
+    from pi_notebook.ai.types import UserMessage
+    from pi_notebook.notebook.options import PiConfig
+    from pi_notebook.notebook.sessions_compact import AutoCompactor
+
+    compactor = AutoCompactor(SessionManager.in_memory(), Agent(), PiConfig())
+    compactor.overflow_retried = True
+    failed = faux_assistant_message([], stop_reason="error", error_message="prompt is too long")
+    compactor.saw(MessageEndEvent(message=failed))
+    assert compactor.overflow_retried  # another failure does not reset it (Pi)
+    compactor.saw(MessageEndEvent(message=faux_assistant_message("fine")))
+    assert not compactor.overflow_retried
+    compactor.overflow_retried = True
+    compactor.saw(MessageStartEvent(message=UserMessage(content="steer")))
+    assert not compactor.overflow_retried
