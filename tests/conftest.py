@@ -1,8 +1,17 @@
-"""Shared fixtures: the loopback HTTP server and a fresh faux provider per test."""
+"""Shared fixtures: the loopback HTTP server and a fresh faux provider per test.
+
+Session files written while testing go to a temporary agent dir, never to the user's
+``~/.pi/agent``: every ``%%pi`` conversation is recorded by default. Set at configure time, so
+the kernels and notebooks the tests start (and the nbval kernels of ``notebooks/`` in the same
+pytest run) inherit it.
+"""
 
 from __future__ import annotations
 
+import os
+import shutil
 import sys
+import tempfile
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
@@ -13,6 +22,34 @@ sys.path.insert(0, str(Path(__file__).parent))
 from loopback import LoopbackServer
 
 from pi_notebook.ai.faux import FauxRegistration, register_faux_provider
+
+_KEYS = ("PI_CODING_AGENT_DIR", "PI_NOTEBOOK_SESSION_DIR")
+_saved: dict[str, str | None] = {}
+_created: list[str] = []
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    _saved.update({k: os.environ.get(k) for k in _KEYS})
+    root = tempfile.mkdtemp(prefix="pi-agent-test-")
+    _created.append(root)
+    os.environ["PI_CODING_AGENT_DIR"] = root
+    os.environ.pop("PI_NOTEBOOK_SESSION_DIR", None)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    for key, value in _saved.items():
+        if value is None:
+            os.environ.pop(key, None)
+        else:
+            os.environ[key] = value
+    for root in _created:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+@pytest.fixture
+def private_agent_dir() -> Path:
+    """The temporary agent dir of this test run."""
+    return Path(os.environ["PI_CODING_AGENT_DIR"])
 
 
 @pytest.fixture

@@ -159,6 +159,7 @@ NOTEBOOK = [
     "PiConfig",
     "PiMagics",
     "PiResult",
+    "RunFailed",
     "RunView",
     "StateObserver",
     "StaticView",

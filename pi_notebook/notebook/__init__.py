@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from .approval import ask_approval
+    from .errors import RunFailed
     from .extension import load_ipython_extension, unload_ipython_extension
     from .magics import PiMagics
     from .observer import StateObserver
@@ -45,6 +46,7 @@ _HOMES = {
     "PiConfig": "options",
     "PiMagics": "magics",
     "PiResult": "result",
+    "RunFailed": "errors",
     "RunView": "run_view",
     "StateObserver": "observer",
     "StaticView": "run_view",
@@ -63,6 +65,7 @@ __all__ = [
     "PiConfig",
     "PiMagics",
     "PiResult",
+    "RunFailed",
     "RunView",
     "StateObserver",
     "StaticView",
