@@ -1,13 +1,17 @@
 #!/usr/bin/env bash
-# The main job: set up, then execute the quickstart tutorial end to end with the offline faux model.
-# The executed notebook is written to build/01-quickstart.executed.ipynb.
+# The main job: set up, then execute the quickstart tutorial end to end with the offline faux
+# model (no API key, no network once installed). Writes the executed notebook and a readable
+# HTML copy to build/, prints the answers, and says how to open the tutorials in JupyterLab.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 export PATH="$(pwd)/.venv/bin:$PATH"
+unset PI_NOTEBOOK_MODEL  # the tutorial's own stand-in model, even where a real one is configured
 mkdir -p build
 jupyter nbconvert --to notebook --execute notebooks/01-quickstart.ipynb \
     --ExecutePreprocessor.timeout=300 --output-dir build --output 01-quickstart.executed.ipynb
+jupyter nbconvert --to html build/01-quickstart.executed.ipynb --output-dir build \
+    --output 01-quickstart.html >/dev/null 2>&1
 python - <<'PY'
 import json
 nb = json.load(open("build/01-quickstart.executed.ipynb"))
@@ -19,3 +23,11 @@ for cell in nb["cells"]:
         if text:
             print("".join(text) if isinstance(text, list) else text)
 PY
+cat <<DONE
+
+Done. The quickstart ran end to end with the offline stand-in model:
+  executed notebook: $(pwd)/build/01-quickstart.executed.ipynb
+  readable copy:     $(pwd)/build/01-quickstart.html   (open it in any browser)
+To work through all the tutorials in JupyterLab:
+  bash scripts/lab.sh          (starts JupyterLab on notebooks/ and prints its URL)
+DONE
