@@ -100,6 +100,15 @@ class PiConfig(Configurable):
         None, allow_none=True, help="Default --temperature (None: the provider's default)."
     ).tag(config=True)
 
+    retries = Int(
+        3,
+        help="Retries of a model call that failed with a transient error (overloaded, rate limited, "
+        "5xx, a dropped connection), as Pi's coding agent does; 0: off.",
+    ).tag(config=True)
+    retry_base_delay = Float(
+        2.0, help="Seconds before the first retry, doubled for each further one."
+    ).tag(config=True)
+
     @classmethod
     def section_names(cls) -> list[str]:
         names = list(super().section_names())
@@ -115,6 +124,12 @@ class PiConfig(Configurable):
     @validate("approvals")
     def _check_approvals(self, proposal: Any) -> dict[str, Policy]:
         return check_approvals(proposal["value"])
+
+    @validate("retries", "retry_base_delay")
+    def _check_not_negative(self, proposal: Any) -> Any:
+        if proposal["value"] < 0:
+            raise ValueError(f"PiMagics.{proposal['trait'].name} must be 0 or more, not {proposal['value']}")
+        return proposal["value"]
 
     @validate("tools")
     def _check_tools(self, proposal: Any) -> str:
@@ -191,6 +206,8 @@ class RunOptions:
         self.raise_on_error: bool | None = (
             ns.raise_on_error if ns.raise_on_error is not None else config.raise_on_error
         )
+        self.retries: int = config.retries
+        self.retry_base_delay: float = config.retry_base_delay
 
 
 def parse_options(line: str, config: PiConfig) -> RunOptions:

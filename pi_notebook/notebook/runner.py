@@ -51,6 +51,7 @@ from .options import MODEL_ENV, RunOptions, parse_options
 from .references import expand_references, format_references
 from .render import render_text
 from .result import PiResult, run_result
+from .run_retry import RetrySettings, RunRetry
 from .run_view import RunView, StaticView
 from .state import NotebookState, has_model, state_for
 from .tools import Dispatch, is_notebook_tool, run_here
@@ -95,6 +96,8 @@ class PiRun:
         self.widget: Any = None
         self.view: RunView = self._make_view()
         self.tools = self.state.tools
+        retry = RetrySettings(self.options.retries, self.options.retry_base_delay)
+        self.retry = RunRetry(self.agent, retry, self.view, self.notices)
         self.display_handle: Any = None
         self.interrupted = False
         self.turns = 0
@@ -186,7 +189,7 @@ class PiRun:
             if self.interrupted:  # interrupted before this loop existed (fallback): do not start
                 return
             await self.requests.probe_local_server()
-            await agent.prompt(self.message)
+            await self.retry.run(lambda: agent.prompt(self.message))
         except asyncio.CancelledError:
             self.interrupted = True
         finally:
@@ -220,14 +223,17 @@ class PiRun:
 
     @property
     def aborted(self) -> bool:
-        return self.interrupted or (self.signal is not None and self.signal.aborted)
+        aborted = self.signal is not None and self.signal.aborted
+        return self.interrupted or aborted or self.retry.cancelled
 
     def _on_stop(self) -> None:
         self.stopped_by_user = True
+        self.retry.cancel()
         self.agent.abort()
 
     def _interrupt_from_tool(self) -> None:
         self.interrupted = True
+        self.retry.cancel()
         self.agent.abort()
 
     def abort_threadsafe(self) -> None:
@@ -238,6 +244,7 @@ class PiRun:
             loop.call_soon_threadsafe(self._abort_when_running)
 
     def _abort_when_running(self) -> None:
+        self.retry.cancel()
         if self.agent.signal is not None:
             self.agent.abort()
         elif not self.finished and self.loop is not None:
