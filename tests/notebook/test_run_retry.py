@@ -289,3 +289,35 @@ def test_retries_must_not_be_negative(ip: Any) -> None:
         magics.retries = -1
 
 
+async def test_the_live_view_shows_the_wait_and_its_stop_button_ends_it(faux: FauxRegistration) -> None:
+    from pi_notebook.notebook.widgets import LiveView, ViewControls
+
+    agent = Agent(initial_state={"model": faux.get_model()})
+    faux.set_responses([failure("529 overloaded_error: Overloaded\nmore detail"), "never"])
+    waiting = asyncio.Event()
+    retry: RunRetry | None = None
+
+    class View(LiveView):
+        def set_notice(self, text: str) -> None:
+            super().set_notice(text)
+            if text.startswith("Retrying"):
+                waiting.set()
+
+    def stop() -> None:
+        if retry is not None:
+            retry.cancel()
+
+    controls = ViewControls(on_stop=stop, on_steer=print, on_follow_up=print)
+    view = View("q", controls=controls)
+    agent.subscribe(lambda event, signal: view.handle(event))
+    retry = RunRetry(agent, RetrySettings(3, 30.0), view, [])
+    task = asyncio.ensure_future(retry.run(lambda: agent.prompt("q")))
+    await asyncio.wait_for(waiting.wait(), 5)
+    assert "Retrying in 30 s, 1 of 3: 529 overloaded_error: Overloaded<" in view._notice.value
+    assert "more detail" not in view._notice.value  # the error's first line only
+    assert "Error" not in view._error.value, "a failure being retried is not shown as the run's end"
+    view._on_stop()  # the Stop button
+    await asyncio.wait_for(task, 2)
+    assert "Retry 1 of 3 cancelled after: 529 overloaded_error: Overloaded" in view._notice.value
+    assert faux.state.call_count == 1
+    view.close()
