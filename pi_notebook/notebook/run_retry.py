@@ -40,11 +40,15 @@ MAX_REQUESTED_DELAY_S = 60.0
 _REQUESTED = (
     re.compile(r"requested (\d+(?:\.\d+)?)s retry delay", re.IGNORECASE),
     re.compile(
-        r"(?:retry|try again)(?:[- ]after)?:?\s+(?:in\s+)?(\d+(?:\.\d+)?)\s*(ms|s|sec|secs|seconds?)\b",
+        r"(?:retry|try again)(?:[- ]after)?:?\s+(?:in\s+)?(\d+(?:\.\d+)?)\s*"
+        r"(ms|s|secs?|seconds?|m|mins?|minutes?|h|hours?)\b",
         re.IGNORECASE,
     ),
     re.compile(r"\"retryDelay\"\s*:\s*\"(\d+(?:\.\d+)?)s\"", re.IGNORECASE),
 )
+
+
+_UNIT_SECONDS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,8 +65,8 @@ def requested_delay(error: str) -> float | None:
         found = pattern.search(error)
         if found is not None:
             value = float(found.group(1))
-            unit = found.group(2) if found.re.groups > 1 else "s"
-            return value / 1000 if unit and unit.lower() == "ms" else value
+            unit = (found.group(2) if found.re.groups > 1 else "s").lower()
+            return value * _UNIT_SECONDS.get(unit, _UNIT_SECONDS.get(unit[:1], 1.0))
     return None
 
 

@@ -276,6 +276,8 @@ async def test_an_interrupt_during_the_wait_ends_the_view_as_aborted(faux: FauxR
         ("429 Please retry in 26.2s.", 26.2),
         ('429 {"retryDelay": "7s"}', 7.0),
         ("429 rate limited, retry after 500ms", 0.5),
+        ("429 Too many requests. Try again in 5 minutes.", 300.0),
+        ("429 rate limited; Retry-After: 2 seconds", 2.0),
         ("503 Service Unavailable", None),
     ],
 )
