@@ -4,7 +4,9 @@ It speaks raw HTTP over asyncio sockets (chunked transfer encoding, one chunk pe
 real providers stream SSE), records every request (method, path, headers, JSON body) and
 plays scripted responses in order: a status, headers and a list of body parts. A part may be
 ``bytes``/``str`` (sent as one chunk), ``Delay(seconds)`` or ``DROP`` (close the socket
-mid-stream without the terminating chunk).
+mid-stream without the terminating chunk). A reply with ``hang_up`` closes the connection
+right after reading the request, before any response byte (what a server does to a kept-alive
+connection it has just timed out); ``head_delay`` waits before the status line.
 
 Used from tests as the ``loopback`` fixture (see ``conftest.py``) or standalone in ``bench/``.
 """
@@ -32,6 +34,13 @@ class Reply:
     status: int = 200
     parts: list[Any] = field(default_factory=list)
     headers: dict[str, str] = field(default_factory=lambda: {"content-type": "text/event-stream"})
+    hang_up: bool = False
+    head_delay: float = 0.0
+
+
+def hang_up() -> Reply:
+    """Close the connection after reading the request, without answering."""
+    return Reply(hang_up=True)
 
 
 @dataclass
@@ -143,6 +152,11 @@ class LoopbackServer:
                 writer.close()
 
     async def _send(self, writer: asyncio.StreamWriter, reply: Reply) -> bool:
+        if reply.hang_up:
+            writer.close()
+            return False
+        if reply.head_delay:
+            await asyncio.sleep(reply.head_delay)
         head = [f"HTTP/1.1 {reply.status} X", "transfer-encoding: chunked"]
         head += [f"{k}: {v}" for k, v in reply.headers.items()]
         writer.write(("\r\n".join(head) + "\r\n\r\n").encode("latin-1"))

@@ -1,5 +1,6 @@
 """HTTP plumbing shared by the providers: one ``httpx.AsyncClient`` per event loop,
-provider errors with status and body, and Pi's HTTP-level retry.
+provider errors with status and body, Pi's HTTP-level retry, and one silent resend of a
+request whose pooled connection died before the server answered.
 
 A client is built once per loop (building one costs 50-100 ms for its SSL context) and reused
 for every request, so a warm request costs no more than the raw httpx floor.
@@ -14,7 +15,7 @@ import math
 import random
 import time
 import weakref
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import httpx
@@ -178,6 +179,37 @@ async def abortable_sleep(seconds: float, signal: AbortSignal | None) -> None:
         raise AbortError("Request aborted") from None
 
 
+_NO_RESPONSE = "without sending a response"
+
+
+def died_before_response(exc: httpx.TransportError) -> bool:
+    """True when the connection failed before any byte of the response arrived, so the server
+    cannot have acted on the request: it closed a kept-alive connection just as the request
+    went out ("Server disconnected without sending a response"), reset it while the request was
+    written or before the status line (``WriteError``, ``ReadError``), or refused a new one.
+    A timeout is never such a failure: the server may be working on the request."""
+    if isinstance(exc, httpx.TimeoutException):
+        return False
+    if isinstance(exc, httpx.RemoteProtocolError):
+        return _NO_RESPONSE in str(exc)
+    return isinstance(exc, httpx.ConnectError | httpx.WriteError | httpx.ReadError)
+
+
+async def _send(
+    client: httpx.AsyncClient, build: Callable[[], httpx.Request], signal: AbortSignal | None
+) -> httpx.Response:
+    """Send with ``stream=True`` (it returns once the headers are in). A connection that died
+    before the response began is resent once, silently: the pool has dropped the dead
+    connection, so the resend opens a fresh one (servers such as llama-server close idle
+    keep-alive connections, and a request can race that close). A second failure is raised."""
+    try:
+        return await client.send(build(), stream=True)
+    except httpx.TransportError as exc:
+        if not died_before_response(exc) or (signal is not None and signal.aborted):
+            raise
+    return await client.send(build(), stream=True)
+
+
 async def open_stream(
     client: httpx.AsyncClient,
     url: str,
@@ -187,7 +219,8 @@ async def open_stream(
 ) -> httpx.Response:
     """POST ``body`` as JSON and return the streaming response once its status is 2xx.
 
-    Non-2xx responses become :class:`ProviderError`; retryable ones are retried up to
+    A connection that died before any response byte arrived is resent once first (see
+    :func:`_send`). Non-2xx responses become :class:`ProviderError`; retryable ones are retried up to
     ``options.max_retries`` times with the server's ``retry-after`` (capped by
     ``options.max_retry_delay_ms``, 0 = no cap) or capped exponential backoff.
     """
@@ -195,11 +228,14 @@ async def open_stream(
     max_retries = options.max_retries or 0
     cap_ms = 60_000 if options.max_retry_delay_ms is None else options.max_retry_delay_ms
     timeout = httpx.Timeout(options.timeout_ms / 1000.0) if options.timeout_ms else DEFAULT_TIMEOUT
+
+    def build() -> httpx.Request:
+        return client.build_request("POST", url, headers=headers, content=payload, timeout=timeout)
+
     attempt = 0
     while True:
-        request = client.build_request("POST", url, headers=headers, content=payload, timeout=timeout)
         try:
-            response = await client.send(request, stream=True)
+            response = await _send(client, build, options.signal)
         except httpx.TransportError as exc:
             # The exception type says what failed (ConnectError: refused, ReadTimeout, ...).
             detail = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__

@@ -130,6 +130,15 @@ class PiConfig(Configurable):
         config=True
     )
 
+    retries = Int(
+        3,
+        help="Retries of a model call that failed with a transient error (overloaded, rate limited, "
+        "5xx, a dropped connection), as Pi's coding agent does; 0: off.",
+    ).tag(config=True)
+    retry_base_delay = Float(
+        2.0, help="Seconds before the first retry, doubled for each further one."
+    ).tag(config=True)
+
     @classmethod
     def section_names(cls) -> list[str]:
         names = list(super().section_names())
@@ -150,6 +159,12 @@ class PiConfig(Configurable):
             return check_approvals(proposal["value"])
         except ValueError as exc:
             raise TraitError(str(exc)) from None
+
+    @validate("retries", "retry_base_delay")
+    def _check_not_negative(self, proposal: Any) -> Any:
+        if proposal["value"] < 0:
+            raise TraitError(f"PiMagics.{proposal['trait'].name} must be 0 or more, not {proposal['value']}")
+        return proposal["value"]
 
     @validate("tools")
     def _check_tools(self, proposal: Any) -> str:
@@ -233,6 +248,8 @@ class RunOptions:
         )
         self.resume: bool = ns.resume
         self.replay: bool = bool(ns.replay or config.replay or env_flag(REPLAY_ENV))
+        self.retries: int = config.retries
+        self.retry_base_delay: float = config.retry_base_delay
 
 
 def parse_options(line: str, config: PiConfig) -> RunOptions:

@@ -51,6 +51,7 @@ from .options import MODEL_ENV, RunOptions, parse_options
 from .references import expand_references, format_references
 from .render import render_text
 from .result import PiResult, run_result
+from .run_retry import RetrySettings, RunRetry
 from .run_view import RunView, StaticView
 from .sessions_compact import AutoCompactor
 from .sessions_replay import Recording, continue_after, find_recording, play
@@ -102,6 +103,8 @@ class PiRun:
         self.widget: Any = None
         self.view: RunView = self._make_view()
         self.tools = self.state.tools
+        retry = RetrySettings(self.options.retries, self.options.retry_base_delay)
+        self.retry = RunRetry(self.agent, retry, self.view, self.notices)
         self.display_handle: Any = None
         self.interrupted = False
         self.turns = 0
@@ -269,7 +272,7 @@ class PiRun:
         compactor = self.compactor = AutoCompactor(manager, agent, self.state.config)
         await self._compaction(compactor, before_prompt=True)
         self.start_index = len(agent.state.messages)
-        await agent.prompt(self.message)
+        await self.retry.run(lambda: agent.prompt(self.message))
         while await self._compaction(compactor):
             await agent.continue_()
 
@@ -294,14 +297,17 @@ class PiRun:
 
     @property
     def aborted(self) -> bool:
-        return self.interrupted or (self.signal is not None and self.signal.aborted)
+        aborted = self.signal is not None and self.signal.aborted
+        return self.interrupted or aborted or self.retry.cancelled
 
     def _on_stop(self) -> None:
         self.stopped_by_user = True
+        self.retry.cancel()
         self.agent.abort()
 
     def _interrupt_from_tool(self) -> None:
         self.interrupted = True
+        self.retry.cancel()
         self.agent.abort()
 
     def abort_threadsafe(self) -> None:
@@ -312,6 +318,7 @@ class PiRun:
             loop.call_soon_threadsafe(self._abort_when_running)
 
     def _abort_when_running(self) -> None:
+        self.retry.cancel()
         if self.agent.signal is not None:
             self.agent.abort()
         elif not self.finished and self.loop is not None:

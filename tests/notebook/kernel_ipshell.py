@@ -40,6 +40,9 @@ def ip_fixture(monkeypatch: pytest.MonkeyPatch) -> Iterator[InteractiveShell]:
     shell.autoawait = True
     extension.load_ipython_extension(shell)
     conversations.clear()
+    magics = shell.magics_manager.registry.get("PiMagics")
+    if magics is not None:
+        magics.retries = 0  # a failure shows at once; the retry tests turn retrying on
     before = set(shell.user_ns)
     try:
         yield shell
@@ -61,9 +64,11 @@ def ip_fixture(monkeypatch: pytest.MonkeyPatch) -> Iterator[InteractiveShell]:
                 "text",
                 "raise_on_error",
                 "temperature",
+                "retry_base_delay",
             )
             for trait in traits:
                 setattr(magics, trait, magics.trait_defaults(trait))
+            magics.retries = 0
 
 
 def run(shell: Any, cell: str) -> tuple[Any, Any]:

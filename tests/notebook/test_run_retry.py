@@ -1,0 +1,325 @@
+"""``%%pi`` retries a model call that failed with a transient error, as Pi's coding agent does:
+a real ``InteractiveShell``, an OpenAI-compatible loopback server (llama.cpp) and the faux
+provider. Delays are configured tiny; the Stop test uses a long one to show it is cut short."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+from kernel_ipshell import ip_fixture, outputs, run  # noqa: F401
+from loopback import LoopbackServer, json_reply, sse
+
+from pi_notebook.agent import Agent
+from pi_notebook.ai.faux import FauxRegistration, faux_assistant_message, faux_tool_call
+from pi_notebook.ai.local_probe import clear_probe_cache
+from pi_notebook.ai.models import unregister_models
+from pi_notebook.notebook import run_view, runner
+from pi_notebook.notebook.run_retry import RetrySettings, RunRetry, requested_delay
+from pi_notebook.notebook.run_view import StaticView
+
+LOCAL = "--model llama.cpp:tiny --tools none"
+BUSY = {"error": {"message": "Service Unavailable: the model is loading", "type": "server_error"}}
+QUOTA = {
+    "error": {
+        "message": "You exceeded your current quota, please check your plan and billing details.",
+        "type": "insufficient_quota",
+    }
+}
+
+
+def pi(shell: Any, line: str, body: str) -> tuple[Any, Any]:
+    return run(shell, f"%%pi {line}\n{body}")
+
+
+def plain(captured: Any) -> str:
+    [found] = outputs(captured)
+    return str(found["text/plain"])
+
+
+def configure(shell: Any, retries: int = 3, base_delay: float = 0.01) -> None:
+    magics = shell.magics_manager.registry["PiMagics"]
+    magics.retries = retries
+    magics.retry_base_delay = base_delay
+
+
+@pytest.fixture
+def server(monkeypatch: pytest.MonkeyPatch) -> Iterator[LoopbackServer]:
+    """A loopback server on its own thread (a cell runs on the shell's loop) that ``llama.cpp:``
+    points at; its first reply answers the context-window probe with "not llama-server"."""
+    loop = asyncio.new_event_loop()
+    thread = threading.Thread(target=loop.run_forever, name="loopback", daemon=True)
+    thread.start()
+    srv = LoopbackServer()
+    asyncio.run_coroutine_threadsafe(srv.start(), loop).result(5)
+    monkeypatch.setenv("LLAMA_CPP_BASE_URL", srv.url)
+    clear_probe_cache()
+    srv.queue(json_reply(404, {"error": "no /props here"}))
+    try:
+        yield srv
+    finally:
+        clear_probe_cache()
+        unregister_models("llama.cpp")
+        asyncio.run_coroutine_threadsafe(srv.stop(), loop).result(5)
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(5)
+        loop.close()
+
+
+def chat_reply(text: str) -> list[bytes]:
+    head = {"id": "c1", "object": "chat.completion.chunk", "created": 1, "model": "tiny"}
+    chunks = [
+        {**head, "choices": [{"index": 0, "delta": {"role": "assistant", "content": text}}]},
+        {**head, "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]},
+    ]
+    return [sse(c) for c in chunks] + [b"data: [DONE]\n\n"]
+
+
+def chat_requests(server: LoopbackServer) -> list[Any]:
+    return [r for r in server.requests if r.path.endswith("/chat/completions")]
+
+
+@pytest.fixture
+def notices(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Every notice the run's view was given, in order (the live view draws each one)."""
+    seen: list[str] = []
+    original = StaticView.set_notice
+
+    def record(self: StaticView, text: str) -> None:
+        seen.append(text)
+        original(self, text)
+
+    monkeypatch.setattr(run_view.StaticView, "set_notice", record)
+    return seen
+
+
+# --- over HTTP ------------------------------------------------------------------------------------
+
+
+def test_two_503s_then_an_answer(ip: Any, server: LoopbackServer, notices: list[str]) -> None:
+    configure(ip)
+    server.queue(json_reply(503, BUSY), json_reply(503, BUSY))
+    server.queue_sse(chat_reply("All good."))
+    _, captured = pi(ip, LOCAL, "hello?")
+    shown = plain(captured)
+    result = ip.user_ns["_pi"]
+    assert result.stop_reason == "stop"
+    assert result.text == "All good."
+    assert [m.role for m in result.messages] == ["user", "assistant"]  # the failures left the transcript
+    first = '503: {"message":"Service Unavailable: the model is loading","type":"server_error"}'
+    assert notices[:2] == [f"Retrying in 0.01 s, 1 of 3: {first}", f"Retry 1 of 3 after: {first}"]
+    assert f"Retrying in 0.02 s, 2 of 3: {first}" in notices
+    assert "All good." in shown
+    assert f"Recovered on retry 2 of 3 after: {first}" in shown
+    assert "Error" not in shown
+    requests = chat_requests(server)
+    assert len(requests) == 3
+    assert requests[2].json["messages"] == requests[0].json["messages"], "a retry resends the same context"
+
+
+def test_a_400_is_not_retried(ip: Any, server: LoopbackServer) -> None:
+    configure(ip)
+    server.queue(json_reply(400, {"error": {"message": "bad request: unknown field"}}))
+    server.queue_sse(chat_reply("never"))
+    _, captured = pi(ip, LOCAL, "hello?")
+    assert ip.user_ns["_pi"].stop_reason == "error"
+    assert "Retry" not in plain(captured)
+    assert len(chat_requests(server)) == 1
+
+
+def test_a_quota_429_is_not_retried(ip: Any, server: LoopbackServer) -> None:
+    configure(ip)
+    server.queue(json_reply(429, QUOTA))
+    server.queue_sse(chat_reply("never"))
+    _, captured = pi(ip, LOCAL, "hello?")
+    assert ip.user_ns["_pi"].stop_reason == "error"
+    assert "exceeded your current quota" in ip.user_ns["_pi"].error_message
+    assert "Retry" not in plain(captured)
+    assert len(chat_requests(server)) == 1
+
+
+def test_retries_0_turns_retrying_off(ip: Any, server: LoopbackServer) -> None:
+    configure(ip, retries=0)
+    server.queue(json_reply(503, BUSY))
+    server.queue_sse(chat_reply("never"))
+    _, captured = pi(ip, LOCAL, "hello?")
+    assert ip.user_ns["_pi"].stop_reason == "error"
+    assert "Retry" not in plain(captured)
+    assert len(chat_requests(server)) == 1
+
+
+def test_a_server_asking_for_a_long_wait_is_not_retried(ip: Any, server: LoopbackServer) -> None:
+    configure(ip)
+    server.queue(json_reply(429, {"error": {"message": "Rate limit reached. Please try again in 600s."}}))
+    _, captured = pi(ip, LOCAL, "hello?")
+    assert ip.user_ns["_pi"].stop_reason == "error"
+    assert "Retry" not in plain(captured)
+    assert len(chat_requests(server)) == 1
+
+
+# --- with the faux provider -----------------------------------------------------------------------
+
+
+def failure(text: str = "503 Service Unavailable") -> Any:
+    return faux_assistant_message([], stop_reason="error", error_message=text)
+
+
+def test_a_turn_that_ran_tools_is_retried_from_the_failed_call_only(ip: Any, faux: FauxRegistration) -> None:
+    configure(ip)
+    contexts: list[Any] = []
+
+    def answer(context: Any, options: Any, state: Any, model: Any) -> Any:
+        contexts.append(context)
+        return faux_assistant_message("Here they are.")
+
+    call = faux_assistant_message([faux_tool_call("list_variables", {}, id="c1")], stop_reason="toolUse")
+    faux.set_responses([call, failure(), answer])
+    _, captured = pi(ip, "--model faux:faux-1", "what variables?")
+    result = ip.user_ns["_pi"]
+    assert result.stop_reason == "stop"
+    assert [m.role for m in result.messages] == ["user", "assistant", "toolResult", "assistant"]
+    assert faux.state.call_count == 3, "the tool turn's model call is not repeated"
+    assert [m.role for m in contexts[0].messages] == ["user", "assistant", "toolResult"]
+    assert "Recovered on retry 1 of 3" in plain(captured)
+
+
+def test_exhausted_retries_leave_the_error(ip: Any, faux: FauxRegistration) -> None:
+    configure(ip, retries=2)
+    faux.set_responses([failure(), failure(), failure(), "never"])
+    _, captured = pi(ip, "--model faux:faux-1 --tools none", "q")
+    shown = plain(captured)
+    assert ip.user_ns["_pi"].stop_reason == "error"
+    assert "Error: 503 Service Unavailable" in shown
+    assert "Retry failed after 2 attempts." in shown
+    assert faux.state.call_count == 3
+
+
+def test_a_later_failure_gets_the_whole_budget_again(ip: Any, faux: FauxRegistration) -> None:
+    """A successful call resets the count (Pi resets it on every good assistant message)."""
+    configure(ip, retries=1)
+    call = faux_assistant_message([faux_tool_call("list_variables", {}, id="c1")], stop_reason="toolUse")
+    faux.set_responses([failure(), call, failure(), "done"])
+    pi(ip, "--model faux:faux-1", "q")
+    assert ip.user_ns["_pi"].stop_reason == "stop"
+    assert ip.user_ns["_pi"].text == "done"
+
+
+def test_stop_during_the_wait_ends_the_run_as_aborted_at_once(
+    ip: Any, faux: FauxRegistration, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    configure(ip, base_delay=30.0)
+    runs: list[runner.PiRun] = []
+    original = runner.PiRun.__init__
+
+    def remember(self: runner.PiRun, *args: Any, **kwargs: Any) -> None:
+        original(self, *args, **kwargs)
+        runs.append(self)
+
+    monkeypatch.setattr(runner.PiRun, "__init__", remember)
+
+    def fail_then_stop(context: Any, options: Any, state: Any, model: Any) -> Any:
+        asyncio.get_running_loop().call_later(0.2, runs[0]._on_stop)  # the Stop button's handler
+        return failure()
+
+    faux.set_responses([fail_then_stop, "never"])
+    started = time.monotonic()
+    _, captured = pi(ip, "--model faux:faux-1 --tools none", "q")
+    assert time.monotonic() - started < 5, "Stop must end the 30 s wait"
+    shown = plain(captured)
+    assert ip.user_ns["_pi"].stop_reason == "aborted"
+    assert "Retry 1 of 3 cancelled after: 503 Service Unavailable" in shown
+    assert "Stopped with the Stop button." in shown
+    assert faux.state.call_count == 1
+
+
+# --- RunRetry on its own ----------------------------------------------------------------------------
+
+
+async def test_an_interrupt_during_the_wait_ends_the_view_as_aborted(faux: FauxRegistration) -> None:
+    agent = Agent(initial_state={"model": faux.get_model()})
+    faux.set_responses([failure(), "never"])
+    waiting = asyncio.Event()
+
+    class View(StaticView):
+        def set_notice(self, text: str) -> None:
+            super().set_notice(text)
+            if text.startswith("Retrying"):
+                waiting.set()
+
+    view = View("q", None)
+    agent.subscribe(lambda event, signal: view.handle(event))
+    retry = RunRetry(agent, RetrySettings(3, 30.0), view, [])
+    task = asyncio.ensure_future(retry.run(lambda: agent.prompt("q")))
+    await asyncio.wait_for(waiting.wait(), 5)
+    task.cancel()  # what a kernel interrupt does to the cell
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert view.state.stop_reason == "aborted"
+    assert view.state.finished
+    assert view.state.notice == "Retry 1 of 3 cancelled after: 503 Service Unavailable"
+
+
+@pytest.mark.parametrize(
+    ("text", "seconds"),
+    [
+        ("Server requested 30s retry delay (max: 10s). 429 slow down", 30.0),
+        ("429 Rate limit reached. Please try again in 20s.", 20.0),
+        ("429 Please retry in 26.2s.", 26.2),
+        ('429 {"retryDelay": "7s"}', 7.0),
+        ("429 rate limited, retry after 500ms", 0.5),
+        ("429 Too many requests. Try again in 5 minutes.", 300.0),
+        ("429 rate limited; Retry-After: 2 seconds", 2.0),
+        ("503 Service Unavailable", None),
+    ],
+)
+def test_the_servers_requested_delay_is_read_from_the_error(text: str, seconds: float | None) -> None:
+    assert requested_delay(text) == seconds
+
+
+def test_retries_must_not_be_negative(ip: Any) -> None:
+    magics = ip.magics_manager.registry["PiMagics"]
+    with pytest.raises(Exception, match="must be 0 or more"):
+        magics.retries = -1
+
+
+async def test_the_live_view_shows_the_wait_and_its_stop_button_ends_it(faux: FauxRegistration) -> None:
+    from pi_notebook.notebook.widgets import LiveView, ViewControls
+
+    agent = Agent(initial_state={"model": faux.get_model()})
+    faux.set_responses([failure("529 overloaded_error: Overloaded\nmore detail"), "never"])
+    waiting = asyncio.Event()
+    retry: RunRetry | None = None
+
+    class View(LiveView):
+        def set_notice(self, text: str) -> None:
+            super().set_notice(text)
+            if text.startswith("Retrying"):
+                waiting.set()
+
+    def stop() -> None:
+        if retry is not None:
+            retry.cancel()
+
+    controls = ViewControls(on_stop=stop, on_steer=print, on_follow_up=print)
+    view = View("q", controls=controls)
+    agent.subscribe(lambda event, signal: view.handle(event))
+    retry = RunRetry(agent, RetrySettings(3, 30.0), view, [])
+    task = asyncio.ensure_future(retry.run(lambda: agent.prompt("q")))
+    await asyncio.wait_for(waiting.wait(), 5)
+    assert "Retrying in 30 s, 1 of 3: 529 overloaded_error: Overloaded<" in view._notice.value
+    assert "more detail" not in view._notice.value  # the error's first line only
+    assert "Error" not in view._error.value, "a failure being retried is not shown as the run's end"
+    view._on_stop()  # the Stop button
+    await asyncio.wait_for(task, 2)
+    assert "Retry 1 of 3 cancelled after: 529 overloaded_error: Overloaded" in view._notice.value
+    assert faux.state.call_count == 1
+    view.close()
