@@ -197,8 +197,11 @@ def history_line(message: Any) -> str:
     did not end normally ended (stop reason and error message)."""
     role = getattr(message, "role", "?")
     label = f"toolResult {getattr(message, 'tool_name', '')}".strip() if role == "toolResult" else role
-    text = truncate(" ".join(content_to_text(getattr(message, "content", "")).split()), 200)
-    calls = [b.name for b in getattr(message, "content", []) if getattr(b, "type", None) == "toolCall"]
+    # compaction and branch summaries keep their text in ``summary``, not ``content``
+    body = getattr(message, "content", None) or getattr(message, "summary", "") or ""
+    text = truncate(" ".join(content_to_text(body).split()), 200)
+    blocks = body if isinstance(body, list) else []
+    calls = [b.name for b in blocks if getattr(b, "type", None) == "toolCall"]
     parts = [text] if text else []
     if calls:
         parts.append(f"[calls: {', '.join(calls)}]")

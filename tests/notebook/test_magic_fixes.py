@@ -202,3 +202,17 @@ def test_a_rejected_config_value_is_not_kept(
     name, old = kept
     assert getattr(state_for(ip).config, name) == old
     assert any("PiMagics." in record.getMessage() for record in caplog.records)
+
+
+def test_history_shows_the_text_of_summary_messages() -> None:
+    """Compaction and branch summaries keep their text in ``summary``: a history line shows it
+    (it read ``compactionSummary:`` and nothing more)."""
+    from pi_notebook.notebook.magics import history_line
+    from pi_notebook.session import BranchSummaryMessage, CompactionSummaryMessage
+
+    compacted = CompactionSummaryMessage(
+        summary="The user asked about  sales.", tokens_before=900, timestamp=1
+    )
+    branched = BranchSummaryMessage(summary="Tried plan B.", from_id="abcd1234", timestamp=2)
+    assert history_line(compacted) == "compactionSummary: The user asked about sales."
+    assert history_line(branched) == "branchSummary: Tried plan B."
