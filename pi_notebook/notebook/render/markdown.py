@@ -117,17 +117,25 @@ def closes_fence(line: str, fence: str) -> bool:
 
 
 @lru_cache(maxsize=1)
-def _checker() -> MarkdownIt:
-    return MarkdownIt("commonmark", {"html": True}).enable(["table", "strikethrough"])
+def _checkers() -> tuple[MarkdownIt, ...]:
+    # Frontends differ in block syntax (JupyterLab's parser has GFM tables, plain CommonMark
+    # has none), and a table changes where a multi-line code span ends: text that is code to
+    # one parser can be raw HTML to the other. So both must agree that nothing is raw.
+    return (
+        MarkdownIt("commonmark", {"html": True}).enable(["table", "strikethrough"]),
+        MarkdownIt("commonmark", {"html": True}),
+    )
 
 
 def renders_raw_html(markdown: str) -> bool:
-    """Whether a CommonMark parser with raw HTML on finds an HTML tag or an image in ``markdown``."""
-    for token in _checker().parse(markdown):
-        if token.type == "html_block":
-            return True
-        if any(child.type in ("html_inline", "image") for child in token.children or ()):
-            return True
+    """Whether a CommonMark parser with raw HTML on (with or without GFM tables) finds an HTML
+    tag or an image in ``markdown``."""
+    for parser in _checkers():
+        for token in parser.parse(markdown):
+            if token.type == "html_block":
+                return True
+            if any(child.type in ("html_inline", "image") for child in token.children or ()):
+                return True
     return False
 
 
