@@ -17,8 +17,7 @@ the live adapter redraw only what changed.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import Any, Literal, TypeAlias, TypeVar
+from typing import Any, TypeVar
 
 from ..agent.types import (
     AgentEndEvent,
@@ -54,155 +53,21 @@ __all__ = [
     "set_notice",
 ]
 
-ToolStatus: TypeAlias = Literal["streaming", "pending_approval", "running", "done", "error", "denied"]
-FINAL_STATUSES: frozenset[str] = frozenset({"done", "error", "denied"})
-UserOrigin: TypeAlias = Literal["prompt", "steer", "follow_up", "injected"]
-QueueKind: TypeAlias = Literal["steer", "follow_up"]
-
-NOT_EXECUTED = "not executed: the run ended first"
-
-
-class _Streamed:
-    """Text that arrives in pieces. Appending is O(len(piece)); ``text`` joins lazily and caches,
-    so a renderer reading it 20 times a second pays one join per frame, not one per token."""
-
-    __slots__ = ("_parts", "done", "rev")
-
-    def __init__(self, text: str = "", *, done: bool = False) -> None:
-        self._parts: list[str] = [text] if text else []
-        self.done = done
-        self.rev = 0
-
-    @property
-    def text(self) -> str:
-        parts = self._parts
-        if len(parts) > 1:
-            joined = "".join(parts)
-            self._parts = [joined]
-            return joined
-        return parts[0] if parts else ""
-
-    def append(self, piece: str) -> None:
-        self._parts.append(piece)
-        self.rev += 1
-
-    def set(self, text: str) -> None:
-        self._parts = [text] if text else []
-        self.rev += 1
-
-    def __repr__(self) -> str:
-        return f"{type(self).__name__}(text={self.text!r}, done={self.done})"
-
-
-class TextBlock(_Streamed):
-    """Assistant text, as Markdown source."""
-
-    __slots__ = ()
-    kind: Literal["text"] = "text"
-
-
-class ThinkingBlock(_Streamed):
-    """Model reasoning (shown collapsed). ``redacted`` means the text is a placeholder."""
-
-    __slots__ = ("redacted",)
-    kind: Literal["thinking"] = "thinking"
-
-    def __init__(self, text: str = "", *, done: bool = False, redacted: bool = False) -> None:
-        super().__init__(text, done=done)
-        self.redacted = redacted
-
-
-@dataclass(eq=False)
-class ToolCard:
-    """One tool call, from its first streamed argument byte to its result.
-
-    ``content`` is what the model saw (the result's text blocks); ``details`` is what it did not
-    (the result's ``details``, for the user only). ``args`` is the final argument object once the
-    call is complete; until then ``args_text`` holds the raw JSON streamed so far."""
-
-    tool_call_id: str
-    name: str
-    status: ToolStatus = "streaming"
-    args: Any = None
-    progress: str = ""
-    content: str = ""
-    details: Any = None
-    is_error: bool = False
-    rev: int = 0
-    kind: Literal["tool"] = field(default="tool", init=False)
-    _args_parts: list[str] = field(default_factory=list, repr=False)
-
-    @property
-    def args_text(self) -> str:
-        parts = self._args_parts
-        if len(parts) > 1:
-            self._args_parts = ["".join(parts)]
-        return self._args_parts[0] if self._args_parts else ""
-
-    def append_args(self, piece: str) -> None:
-        self._args_parts.append(piece)
-        self.rev += 1
-
-
-@dataclass(eq=False)
-class UserItem:
-    """A user message injected during the run: steering or a follow-up (the prompt itself is
-    ``ViewState.prompt``). ``origin`` is known when the message was queued through this view."""
-
-    text: str
-    origin: UserOrigin = "injected"
-    rev: int = 0
-    kind: Literal["user"] = field(default="user", init=False)
-
-
-Item: TypeAlias = TextBlock | ThinkingBlock | ToolCard | UserItem
-
-
-@dataclass
-class Footer:
-    turns: int = 0
-    input_tokens: int = 0
-    output_tokens: int = 0
-    cache_read_tokens: int = 0
-    cache_write_tokens: int = 0
-    cost: float = 0.0
-    """USD, summed over the run's assistant messages."""
-    elapsed: float = 0.0
-    """Seconds. Set by the live adapter from its clock; otherwise derived from message timestamps."""
-    model: str = ""
-
-
-@dataclass
-class QueuedMessage:
-    kind: QueueKind
-    text: str
-
-
-@dataclass(eq=False)
-class ViewState:
-    prompt: str = ""
-    items: list[Item] = field(default_factory=list)
-    footer: Footer = field(default_factory=Footer)
-    stop_reason: str | None = None
-    error_message: str | None = None
-    notice: str = ""
-    finished: bool = False
-    streaming: bool = False
-    """The model has sent part of its current message (until that message ends)."""
-    queued: list[QueuedMessage] = field(default_factory=list)
-    """Messages sent through this view's Send/Queue that the agent has not injected yet."""
-    rev: int = 0
-    # Bookkeeping of the reducer, not part of what is drawn.
-    _blocks: dict[int, Item] = field(default_factory=dict, repr=False)
-    _cards: dict[str, ToolCard] = field(default_factory=dict, repr=False)
-    _prompt_seen: bool = field(default=False, repr=False)
-    _first_ts: int | None = field(default=None, repr=False)
-    _last_ts: int | None = field(default=None, repr=False)
-    _clock_elapsed: bool = field(default=False, repr=False)
-
-    def tool_card(self, tool_call_id: str) -> ToolCard | None:
-        return self._cards.get(tool_call_id)
-
+from .view_state import (
+    FINAL_STATUSES,
+    NOT_EXECUTED,
+    Footer,
+    Item,
+    QueuedMessage,
+    QueueKind,
+    TextBlock,
+    ThinkingBlock,
+    ToolCard,
+    ToolStatus,
+    UserItem,
+    UserOrigin,
+    ViewState,
+)
 
 # --- helpers -------------------------------------------------------------------------------
 
@@ -522,7 +387,7 @@ def _on_agent_end(state: ViewState, event: AgentEndEvent) -> None:
             if not item.content:
                 item.progress = NOT_EXECUTED
             _touch(state, item)
-        elif isinstance(item, _Streamed) and not item.done:
+        elif isinstance(item, TextBlock | ThinkingBlock) and not item.done:
             item.done = True
             _touch(state, item)
     if not state._clock_elapsed and state._first_ts is not None and state._last_ts is not None:
