@@ -160,6 +160,21 @@ def test_a_refused_local_server_names_its_address_and_variable(
     assert ip.user_ns["_pi"].error_message.startswith("Connection error: ConnectError: ")
 
 
+def test_a_changed_base_url_reaches_the_next_run_of_the_same_model(
+    ip: Any, server: LoopbackServer, local_server: Callable[[str], None]
+) -> None:
+    local_server(server.url)
+    server.queue(json_reply(404, {}))  # no /props: the guessed window stays
+    server.queue_sse(chat_reply("first"))
+    _, captured = pi(ip, "--model llama.cpp:tiny --tools none", "q")
+    assert "first" in plain(captured)
+    port = free_port()  # nothing listens there
+    local_server(f"http://127.0.0.1:{port}")
+    _, captured = pi(ip, "--model llama.cpp:tiny --tools none", "again")
+    assert f"Cannot connect to http://127.0.0.1:{port}/v1" in plain(captured)
+    assert len(server.requests) == 2  # the second run did not go to the old address
+
+
 def test_tokens_reported_before_a_failure_stay_in_the_footer(
     ip: Any, server: LoopbackServer, local_server: Callable[[str], None]
 ) -> None:
