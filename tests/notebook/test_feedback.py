@@ -175,6 +175,19 @@ def test_a_changed_base_url_reaches_the_next_run_of_the_same_model(
     assert len(server.requests) == 2  # the second run did not go to the old address
 
 
+def test_a_tool_call_llama_server_cannot_parse_says_what_to_try(
+    ip: Any, server: LoopbackServer, local_server: Callable[[str], None]
+) -> None:
+    local_server(server.url)
+    server.queue(json_reply(404, {}))
+    unparsed = "The model produced output that does not match the expected peg-native format"
+    server.queue_sse([sse({"error": {"code": 500, "message": unparsed, "type": "server_error"}})])
+    _, captured = pi(ip, "--model llama.cpp:tiny", "hello?")
+    shown = plain(captured)
+    assert f"Error: {unparsed}: the server could not parse the model's tool call." in shown
+    assert "pass --tools none" in shown
+
+
 def test_tokens_reported_before_a_failure_stay_in_the_footer(
     ip: Any, server: LoopbackServer, local_server: Callable[[str], None]
 ) -> None:
