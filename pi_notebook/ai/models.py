@@ -62,6 +62,9 @@ PROVIDER_ALIASES: dict[str, str] = {
 _builtin: Catalogue | None = None
 _user: tuple[str, Catalogue] | None = None
 _registered: Catalogue = {}
+# The local-server models ``resolve_model`` registered itself, so that a changed ``*_BASE_URL``
+# reaches the next lookup (models registered by the user keep their own URL).
+_auto_local: dict[tuple[str, str], Model] = {}
 
 
 class ModelNotFoundError(KeyError):
@@ -303,10 +306,13 @@ def resolve_model(spec: str) -> Model:
         raise ValueError(f"Model spec must look like provider:model-id, got {spec!r}")
     provider = PROVIDER_ALIASES.get(provider.lower(), provider)
     found = _find(provider, model_id)
-    if found is not None:
+    auto = found is not None and found is _auto_local.get((provider, model_id))
+    if found is not None and not (auto and found.base_url != local_base_url(provider)):
         return found
     if provider in LOCAL_SERVERS:
-        return openai_compatible_model(model_id, local_base_url(provider), provider=provider)
+        model = openai_compatible_model(model_id, local_base_url(provider), provider=provider)
+        _auto_local[(provider, model_id)] = model
+        return model
     raise _not_found(provider, model_id)
 
 

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .cost import calculate_context_tokens
+from .env import KEYLESS_PROVIDERS
 from .options import SimpleStreamOptions, StreamOptions
 from .types import Context, Model, ThinkingLevel
 
@@ -32,6 +33,7 @@ __all__ = [
     "build_base_options",
     "clamp_max_tokens_to_context",
     "clamp_reasoning",
+    "context_safety_tokens",
     "estimate_context_tokens",
     "estimate_message_tokens",
     "estimate_text_tokens",
@@ -158,11 +160,21 @@ def estimate_context_tokens(context: Context | Sequence[Any]) -> ContextEstimate
 # --- options ---------------------------------------------------------------------------------------
 
 
+def context_safety_tokens(model: Model) -> int:
+    """The tokens kept free below the window: Pi's 4,096, but at most an eighth of the window of
+    a local server (Ollama, llama.cpp, LM Studio, vLLM), which is often started with 4,096 tokens
+    in all; a 4,096 margin there would cap every request at ``max_tokens`` 1."""
+    if model.provider in KEYLESS_PROVIDERS:
+        return min(CONTEXT_SAFETY_TOKENS, model.context_window // 8)
+    return CONTEXT_SAFETY_TOKENS
+
+
 def clamp_max_tokens_to_context(model: Model, context: Context, max_tokens: int) -> int:
     """``max_tokens`` reduced to what fits after the estimated context and a safety margin."""
     if model.context_window <= 0:
         return max(1, max_tokens)
-    available = model.context_window - estimate_context_tokens(context).tokens - CONTEXT_SAFETY_TOKENS
+    margin = context_safety_tokens(model)
+    available = model.context_window - estimate_context_tokens(context).tokens - margin
     return min(max_tokens, max(1, available))
 
 

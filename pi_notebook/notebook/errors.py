@@ -3,7 +3,8 @@ cell ends with after its output is drawn.
 
 * ``explain_error``: a connection failure names the address it tried and, for a local server
   (``llama.cpp:``, ``ollama:``, ``lmstudio:``, ``vllm:``), the variable that sets it. The
-  cause (its exception type and text) is kept.
+  cause (its exception type and text) is kept. A local server that could not parse the
+  model's tool call says so and what to try.
 * ``RunFailed``: a run that ended in an error raises after rendering when ``raise_on_error`` is
   on (by default in headless runs), so nbconvert, papermill and CI fail instead of exiting 0.
 * ``RunInterrupted``: a kernel interrupt ends the cell as interrupted (Run All stops) and is
@@ -27,8 +28,18 @@ INTERRUPTED = (
 _CONNECTION = "Connection error"
 
 
+# llama-server's words when the model's reply is neither text nor a tool call it can parse
+# ("The model produced output that does not match the expected <parser> format").
+_UNPARSED_TOOL_CALL = "does not match the expected"
+
+
 def explain_error(message: str | None, model: Model) -> str | None:
     """A clearer one-line version of a run's error for the user, or ``None`` to show it as is."""
+    if message and _UNPARSED_TOOL_CALL in message and model.provider in LOCAL_SERVERS:
+        return (
+            f"{message.rstrip('.')}: the server could not parse the model's tool call. "
+            "Run the cell again, pass --tools none, or use a model that calls tools reliably."
+        )
     if not message or not message.startswith(_CONNECTION):
         return None
     cause = message[len(_CONNECTION) :].lstrip(":. ").strip() or "no answer"

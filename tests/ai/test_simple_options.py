@@ -177,6 +177,24 @@ def test_clamp_max_tokens_to_context(window: int, requested: int, expected: int)
     assert clamp_max_tokens_to_context(model, Context(), requested) == expected
 
 
+@pytest.mark.parametrize(
+    ("provider", "window", "expected"),
+    [
+        ("llama.cpp", 4_096, 1_024),  # llama-server -c 4096: an eighth (512) kept free, not 4,096
+        ("ollama", 4_096, 1_024),
+        ("llama.cpp", 2_000, 1_024),  # 2000 - 250 = 1750 > 1024: unchanged
+        ("llama.cpp", 1_000, 875),  # 1000 - 125
+        ("llama.cpp", 65_536, 1_024),
+        ("groq", 4_096, 1),  # a hosted provider keeps Pi's 4,096 margin
+    ],
+)
+def test_a_local_servers_small_window_keeps_room_for_the_answer(
+    provider: str, window: int, expected: int
+) -> None:
+    model = MODEL.model_copy(update={"provider": provider, "context_window": window})
+    assert clamp_max_tokens_to_context(model, Context(), 1_024) == expected
+
+
 def test_requested_max_tokens_wins_over_the_models() -> None:
     base = build_base_options(MODEL, Context(), SimpleStreamOptions(max_tokens=123))
     assert base["max_tokens"] == 123

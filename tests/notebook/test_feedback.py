@@ -160,6 +160,34 @@ def test_a_refused_local_server_names_its_address_and_variable(
     assert ip.user_ns["_pi"].error_message.startswith("Connection error: ConnectError: ")
 
 
+def test_a_changed_base_url_reaches_the_next_run_of_the_same_model(
+    ip: Any, server: LoopbackServer, local_server: Callable[[str], None]
+) -> None:
+    local_server(server.url)
+    server.queue(json_reply(404, {}))  # no /props: the guessed window stays
+    server.queue_sse(chat_reply("first"))
+    _, captured = pi(ip, "--model llama.cpp:tiny --tools none", "q")
+    assert "first" in plain(captured)
+    port = free_port()  # nothing listens there
+    local_server(f"http://127.0.0.1:{port}")
+    _, captured = pi(ip, "--model llama.cpp:tiny --tools none", "again")
+    assert f"Cannot connect to http://127.0.0.1:{port}/v1" in plain(captured)
+    assert len(server.requests) == 2  # the second run did not go to the old address
+
+
+def test_a_tool_call_llama_server_cannot_parse_says_what_to_try(
+    ip: Any, server: LoopbackServer, local_server: Callable[[str], None]
+) -> None:
+    local_server(server.url)
+    server.queue(json_reply(404, {}))
+    unparsed = "The model produced output that does not match the expected peg-native format"
+    server.queue_sse([sse({"error": {"code": 500, "message": unparsed, "type": "server_error"}})])
+    _, captured = pi(ip, "--model llama.cpp:tiny", "hello?")
+    shown = plain(captured)
+    assert f"Error: {unparsed}: the server could not parse the model's tool call." in shown
+    assert "pass --tools none" in shown
+
+
 def test_tokens_reported_before_a_failure_stay_in_the_footer(
     ip: Any, server: LoopbackServer, local_server: Callable[[str], None]
 ) -> None:
@@ -238,8 +266,9 @@ def test_temperature_seed_and_the_probed_window_reach_the_request(
     assert model == "llama.cpp:tiny"
     agent = conversations.current()
     assert (agent.state.model.context_window, agent.state.model.max_tokens) == (4096, 1024)
-    assert first["max_tokens"] <= 1024
-    assert second["max_tokens"] <= 1024
+    # A quarter of the window, not the 1 that Pi's fixed 4,096-token margin leaves in 4,096.
+    assert first["max_tokens"] == 1024
+    assert second["max_tokens"] == 1024
 
 
 def test_seed_is_said_to_be_ignored_where_the_api_has_none(ip: Any, faux: FauxRegistration) -> None:
