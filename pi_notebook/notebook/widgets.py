@@ -264,13 +264,17 @@ class LiveView:
 
     def _on_tick(self) -> None:
         """While nothing arrives (a slow prompt, a long tool), the clock and the activity still
-        move; a stream that draws anyway is not drawn again."""
+        move; a stream that draws anyway is not drawn again, but text its byte budget held back
+        is shown (so the answer moves at least once a tick, on a slow stream too)."""
         self._ticker = None
         if self.closed:
             return
         try:
             if self._clock() - self._last_flush >= self._tick_s / 2:
                 self.flush()
+            else:
+                for part in self._parts:
+                    part.catch_up(tick=True)
         except Exception as exc:
             log.exception("pi_notebook view failed to redraw")
             self._report(exc)

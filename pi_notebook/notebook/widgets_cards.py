@@ -35,6 +35,7 @@ __all__ = [
     "MSG_OVERHEAD",
     "TAIL_BYTES_PER_CHAR",
     "TAIL_GRANT",
+    "TICK_BYTES_PER_CHAR",
     "MarkdownStream",
     "Part",
     "TextPart",
@@ -54,15 +55,22 @@ MSG_OVERHEAD = 700
 """Bytes of a widget update around the state it carries: the Jupyter message's header, parent
 header and metadata, the comm envelope (about 550 bytes measured in ipykernel 7)."""
 
-TAIL_BYTES_PER_CHAR = 3.0
+TAIL_BYTES_PER_CHAR = 2.5
 """Bytes one stream (its sealed outputs and the live tail, envelopes included) may send per
 character of its text so far. The tail is re-sent whole, so without a budget a long unfinished
 block costs the square of its length; with it, the tail is re-sent at most once a frame and,
-on a fast stream, as often as the budget allows: about every 1-2 s at 100 tokens a second,
-where a seal costs about 2 bytes per character itself (1 for the text, 1 of overhead)."""
+past ``TAIL_GRANT``, as often as the budget allows. Every update carries about 700 bytes of
+envelope and a seal about 2 bytes per character (1 of text, 1 of overhead), so at 100 tokens
+a second a long answer's text moves about once a second: the price of a fixed multiple."""
 
-TAIL_GRANT = 1000
-"""Bytes the tail may spend before the budget applies, so the first words show at once."""
+TICK_BYTES_PER_CHAR = 3.0
+"""The looser budget of the slow tick (1 Hz), which shows text the frame budget held back: on
+a slow or steady stream the reader waits about a second for new words, and a stream still
+sends at most this many bytes per character (plus ``TAIL_GRANT`` and the final draw)."""
+
+TAIL_GRANT = 6000
+"""Bytes a stream may spend before the budget applies: a short answer streams live (a few
+updates a second for its first ~1,500 characters), a long one pays this once."""
 
 
 def set_value(widget: Any, value: Any, name: str = "value") -> None:
@@ -143,11 +151,16 @@ class MarkdownStream:
             return
         self._send(tail, outputs, cost)
 
-    def catch_up(self) -> None:
-        """Send a held tail now, budget or not: the stream paused, the reader waits for it."""
-        if self._held:
-            outputs = _markdown_outputs(self._held)
-            self._send(self._held, outputs, MSG_OVERHEAD + _outputs_size(outputs))
+    def catch_up(self, tick: bool = False) -> None:
+        """Send a held tail now, budget or not: the stream paused, the reader waits for it.
+        ``tick``: the periodic catch-up of a running stream, within ``TICK_BYTES_PER_CHAR``."""
+        if not self._held:
+            return
+        outputs = _markdown_outputs(self._held)
+        cost = MSG_OVERHEAD + _outputs_size(outputs)
+        allowed = TAIL_GRANT + TICK_BYTES_PER_CHAR * (self._frozen_len + len(self._held))
+        if not tick or self._spent + cost <= allowed:
+            self._send(self._held, outputs, cost)
 
     def _send(self, tail: str, outputs: tuple[dict[str, Any], ...], cost: int) -> None:
         self._spent += cost
@@ -184,8 +197,8 @@ class TextPart:
     def draw(self, item: TextBlock) -> None:
         self.stream.draw(item.text, item.done)
 
-    def catch_up(self) -> None:
-        self.stream.catch_up()
+    def catch_up(self, tick: bool = False) -> None:
+        self.stream.catch_up(tick)
 
     def disable(self) -> None:
         return None
@@ -206,8 +219,8 @@ class ThinkingPart:
         self.stream.draw(text, item.done)
         set_value(self.widget, ("Thinking",) if item.done else ("Thinking…",), "titles")
 
-    def catch_up(self) -> None:
-        self.stream.catch_up()
+    def catch_up(self, tick: bool = False) -> None:
+        self.stream.catch_up(tick)
 
     def disable(self) -> None:
         return None
@@ -220,7 +233,7 @@ class UserPart:
     def draw(self, item: UserItem) -> None:
         set_value(self.widget, user_html(item))
 
-    def catch_up(self) -> None:
+    def catch_up(self, tick: bool = False) -> None:
         return None
 
     def disable(self) -> None:
@@ -292,7 +305,7 @@ class ToolCardPart:
             self.widget.children = tuple(c for c in self.widget.children if c is not self._approval_row)
             self._approval_row = None
 
-    def catch_up(self) -> None:
+    def catch_up(self, tick: bool = False) -> None:
         return None
 
     def disable(self) -> None:
