@@ -6,8 +6,10 @@ updates are coalesced to at most ``max_rate_hz`` per second whatever the token r
 flushed at once on block ends, tool start/end, message and turn ends and ``agent_end``, so the
 transcript never lags behind a structural change. A timer on the running loop draws the last
 few tokens when a stream pauses between frames, and a slow tick (1 Hz) keeps the elapsed time
-and what the run waits for (``render.activity``) moving while the model is silent. Per-item
-widgets live in ``widgets_cards``.
+and what the run waits for (``render.activity``) moving while the model is silent, and shows
+text the streamed Markdown's byte budget held back. While text streams, the footer's clock
+moves every ``clock_s`` seconds only: the text shows the run is alive, and a footer update per
+frame would cost more bytes than the text itself. Per-item widgets live in ``widgets_cards``.
 
 Button callbacks run on the kernel's event loop (ipykernel >= 7.4 handles comms while an
 awaiting cell runs); everything here must be called from that loop's thread.
@@ -101,6 +103,7 @@ class LiveView:
         max_rate_hz: float = 20.0,
         clock: Callable[[], float] = time.monotonic,
         tick_s: float = 1.0,
+        clock_s: float = 5.0,
     ) -> None:
         self.state = ViewState(prompt=prompt)
         self.closed = False
@@ -110,6 +113,8 @@ class LiveView:
         self._interval = 1.0 / max_rate_hz if max_rate_hz > 0 else 0.0
         self._started = clock()
         self._last_flush = -math.inf
+        self._clock_s = clock_s
+        self._clock_at = -math.inf
         self._pending = False
         self._timer: asyncio.TimerHandle | None = None
         self._tick_s = tick_s
@@ -183,8 +188,10 @@ class LiveView:
                 return
             if self._ticker is None:
                 self._arm_tick()
-            if _is_flush_point(event) or self._clock() - self._last_flush >= self._interval:
+            if _is_flush_point(event):
                 self.flush()
+            elif self._clock() - self._last_flush >= self._interval:
+                self.flush(clock=False)
             else:
                 self._pending = True
                 self._arm_timer()
@@ -192,16 +199,22 @@ class LiveView:
             log.exception("pi_notebook view failed on %s", getattr(event, "type", event))
             self._report(exc)
 
-    def flush(self) -> None:
-        """Draw the current state now (only the widgets whose content changed)."""
+    def flush(self, clock: bool = True) -> None:
+        """Draw the current state now (only the widgets whose content changed). ``clock=False``
+        (a streaming frame) moves the footer's clock only if ``clock_s`` have passed and leaves
+        streamed text the byte budget holds back for a later frame; any other flush shows it."""
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
         self._pending = False
         self._last_flush = now = self._clock()
-        if not self.closed:
+        if not self.closed and (clock or now - self._clock_at >= self._clock_s):
+            self._clock_at = now
             set_elapsed(self.state, now - self._started)
         self._draw()
+        if clock:
+            for part in self._parts:
+                part.catch_up()
 
     def _draw(self) -> None:
         state, parts, drawn = self.state, self._parts, self._drawn
@@ -235,7 +248,7 @@ class LiveView:
         self._timer = None
         if self._pending and not self.closed:
             try:
-                self.flush()
+                self.flush(clock=False)
             except Exception as exc:
                 log.exception("pi_notebook view failed to redraw")
                 self._report(exc)
@@ -251,13 +264,17 @@ class LiveView:
 
     def _on_tick(self) -> None:
         """While nothing arrives (a slow prompt, a long tool), the clock and the activity still
-        move; a stream that draws anyway is not drawn again."""
+        move; a stream that draws anyway is not drawn again, but text its byte budget held back
+        is shown (so the answer moves at least once a tick, on a slow stream too)."""
         self._ticker = None
         if self.closed:
             return
         try:
             if self._clock() - self._last_flush >= self._tick_s / 2:
                 self.flush()
+            else:
+                for part in self._parts:
+                    part.catch_up(tick=True)
         except Exception as exc:
             log.exception("pi_notebook view failed to redraw")
             self._report(exc)

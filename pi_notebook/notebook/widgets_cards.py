@@ -3,8 +3,11 @@ injected user messages. ``widgets.LiveView`` decides *when* to draw; these decid
 draw sends, and send only what changed.
 
 Each widget message costs the kernel a tenth of a millisecond or more of CPU, so every setter
-here compares before it assigns, and streamed Markdown is split into frozen outputs plus one
-tail: a long answer re-sends its unfinished last block, not itself.
+here compares before it assigns. Streamed Markdown is split into sealed outputs, each sent
+once, plus one tail that carries the unfinished blocks; a widget update always carries the
+whole value, so the tail is re-sent only as often as a byte budget proportional to the text
+allows (``TAIL_BYTES_PER_CHAR``): what a run sends stays a fixed multiple of its answer,
+whatever the answer's length or the token rate.
 """
 
 from __future__ import annotations
@@ -29,6 +32,10 @@ from .view import TextBlock, ThinkingBlock, ToolCard, UserItem
 
 __all__ = [
     "FREEZE_MIN",
+    "MSG_OVERHEAD",
+    "TAIL_BYTES_PER_CHAR",
+    "TAIL_GRANT",
+    "TICK_BYTES_PER_CHAR",
     "MarkdownStream",
     "Part",
     "TextPart",
@@ -38,9 +45,32 @@ __all__ = [
     "set_value",
 ]
 
-FREEZE_MIN = 2000
-"""Characters of finished Markdown blocks gathered before they are frozen into their own
-output: fewer, larger frozen outputs keep the number of widget models low."""
+FREEZE_MIN = 1200
+"""Characters of finished Markdown blocks gathered before they are sealed into their own
+output. A seal costs about 2 KB of messages (a new ``Output`` model and the box's new
+children), so sealing every short paragraph would cost more than re-sending it; fewer, larger
+sealed outputs also keep the number of widget models low."""
+
+MSG_OVERHEAD = 700
+"""Bytes of a widget update around the state it carries: the Jupyter message's header, parent
+header and metadata, the comm envelope (about 550 bytes measured in ipykernel 7)."""
+
+TAIL_BYTES_PER_CHAR = 2.5
+"""Bytes one stream (its sealed outputs and the live tail, envelopes included) may send per
+character of its text so far. The tail is re-sent whole, so without a budget a long unfinished
+block costs the square of its length; with it, the tail is re-sent at most once a frame and,
+past ``TAIL_GRANT``, as often as the budget allows. Every update carries about 700 bytes of
+envelope and a seal about 2 bytes per character (1 of text, 1 of overhead), so at 100 tokens
+a second a long answer's text moves about once a second: the price of a fixed multiple."""
+
+TICK_BYTES_PER_CHAR = 3.0
+"""The looser budget of the slow tick (1 Hz), which shows text the frame budget held back: on
+a slow or steady stream the reader waits about a second for new words, and a stream still
+sends at most this many bytes per character (plus ``TAIL_GRANT`` and the final draw)."""
+
+TAIL_GRANT = 6000
+"""Bytes a stream may spend before the budget applies: a short answer streams live (a few
+updates a second for its first ~1,500 characters), a long one pays this once."""
 
 
 def set_value(widget: Any, value: Any, name: str = "value") -> None:
@@ -52,8 +82,18 @@ def set_value(widget: Any, value: Any, name: str = "value") -> None:
 def _markdown_outputs(source: str) -> tuple[dict[str, Any], ...]:
     if not source:
         return ()
-    data = {"text/markdown": frontend_markdown(source), "text/plain": source}
+    # Markdown only: every frontend that shows widgets renders it, and a text/plain copy would
+    # double what each update sends (the frozen output keeps text/plain for the rest).
+    data = {"text/markdown": frontend_markdown(source)}
     return ({"output_type": "display_data", "data": data, "metadata": {}},)
+
+
+def _outputs_size(outputs: tuple[dict[str, Any], ...]) -> int:
+    """About the JSON size of ``outputs`` (escapes ignored), without encoding them."""
+    if not outputs:
+        return 2
+    data = outputs[0]["data"]
+    return 100 + len(data["text/markdown"])
 
 
 def _classed(widget: W.Widget, *classes: str) -> W.Widget:
@@ -69,42 +109,83 @@ def _collapsed(child: W.Widget, title: str, css_class: str) -> W.Accordion:
 
 
 class MarkdownStream:
-    """Markdown rendered by the frontend, streamed: an ``Output`` per frozen run of finished
-    blocks, and one tail ``Output`` whose ``outputs`` is re-assigned as text arrives."""
+    """Markdown rendered by the frontend, streamed: an ``Output`` per sealed run of finished
+    blocks, sent once, and one tail ``Output`` whose ``outputs`` is re-assigned as text
+    arrives, within the byte budget; the sealed outputs share one ``Layout`` model."""
 
     def __init__(self, css_class: str) -> None:
         self.tail = W.Output()
         self.widget = _classed(W.VBox([self.tail]), css_class)
+        self._layout: W.Layout | None = None  # made with the first seal: a model costs a message
         self._frozen: list[str] = []
         self._frozen_len = 0
         self._shown = ""
+        self._held = ""
+        self._spent = 0
+        self.sent_bytes = 0
+        """What this stream's tail and seals sent, envelopes estimated (for tests and benches)."""
+
+    @property
+    def behind(self) -> bool:
+        """The tail holds text the budget has not let through yet."""
+        return bool(self._held)
 
     def draw(self, text: str, done: bool) -> None:
         if self._frozen_len and (len(text) < self._frozen_len or (done and not self._prefix_holds(text))):
             self._reset()
         tail = text[self._frozen_len :]
+        sealed = False
         if not done:
             cut = safe_split(tail, FREEZE_MIN)
             if cut:
                 self._freeze(tail[:cut])
                 tail = tail[cut:]
-        if tail != self._shown:
-            self._shown = tail
-            self.tail.outputs = _markdown_outputs(tail)
+                sealed = True  # the old tail shows the sealed text: replace it now
+        if tail == self._shown:
+            self._held = ""
+            return
+        outputs = _markdown_outputs(tail)
+        cost = MSG_OVERHEAD + _outputs_size(outputs)
+        if not (done or sealed) and self._spent + cost > TAIL_GRANT + TAIL_BYTES_PER_CHAR * len(text):
+            self._held = tail
+            return
+        self._send(tail, outputs, cost)
+
+    def catch_up(self, tick: bool = False) -> None:
+        """Send a held tail now, budget or not: the stream paused, the reader waits for it.
+        ``tick``: the periodic catch-up of a running stream, within ``TICK_BYTES_PER_CHAR``."""
+        if not self._held:
+            return
+        outputs = _markdown_outputs(self._held)
+        cost = MSG_OVERHEAD + _outputs_size(outputs)
+        allowed = TAIL_GRANT + TICK_BYTES_PER_CHAR * (self._frozen_len + len(self._held))
+        if not tick or self._spent + cost <= allowed:
+            self._send(self._held, outputs, cost)
+
+    def _send(self, tail: str, outputs: tuple[dict[str, Any], ...], cost: int) -> None:
+        self._spent += cost
+        self.sent_bytes += cost
+        self._shown, self._held = tail, ""
+        self.tail.outputs = outputs
 
     def _prefix_holds(self, text: str) -> bool:
         return text[: self._frozen_len] == "".join(self._frozen)
 
     def _freeze(self, source: str) -> None:
-        frozen = W.Output()
-        frozen.outputs = _markdown_outputs(source)
+        if self._layout is None:
+            self._layout = W.Layout()
+        frozen = W.Output(layout=self._layout, outputs=_markdown_outputs(source))  # one message
         self._frozen.append(source)
         self._frozen_len += len(source)
         self.widget.children = (*self.widget.children[:-1], frozen, self.tail)
+        # the new model with its outputs, and the box's children list
+        cost = 2 * MSG_OVERHEAD + 400 + _outputs_size(frozen.outputs) + 40 * len(self.widget.children)
+        self._spent += cost
+        self.sent_bytes += cost
 
     def _reset(self) -> None:
         """The final text is not an extension of what was streamed: start over."""
-        self._frozen, self._frozen_len, self._shown = [], 0, ""
+        self._frozen, self._frozen_len, self._shown, self._held = [], 0, "", ""
         self.widget.children = (self.tail,)
 
 
@@ -115,6 +196,9 @@ class TextPart:
 
     def draw(self, item: TextBlock) -> None:
         self.stream.draw(item.text, item.done)
+
+    def catch_up(self, tick: bool = False) -> None:
+        self.stream.catch_up(tick)
 
     def disable(self) -> None:
         return None
@@ -135,6 +219,9 @@ class ThinkingPart:
         self.stream.draw(text, item.done)
         set_value(self.widget, ("Thinking",) if item.done else ("Thinking…",), "titles")
 
+    def catch_up(self, tick: bool = False) -> None:
+        self.stream.catch_up(tick)
+
     def disable(self) -> None:
         return None
 
@@ -145,6 +232,9 @@ class UserPart:
 
     def draw(self, item: UserItem) -> None:
         set_value(self.widget, user_html(item))
+
+    def catch_up(self, tick: bool = False) -> None:
+        return None
 
     def disable(self) -> None:
         return None
@@ -214,6 +304,9 @@ class ToolCardPart:
         elif not waiting and self._approval_row is not None:
             self.widget.children = tuple(c for c in self.widget.children if c is not self._approval_row)
             self._approval_row = None
+
+    def catch_up(self, tick: bool = False) -> None:
+        return None
 
     def disable(self) -> None:
         for button in (self.approve, self.deny):

@@ -245,7 +245,8 @@ class Watch:
         parts = [str(w.state.get("value", "")) for w in self.find("HTMLModel")]
         for output in self.find("OutputModel"):
             for item in output.state.get("outputs", ()):
-                parts.append(str(item.get("data", {}).get("text/plain", "")))
+                data = item.get("data", {})
+                parts.append(str(data.get("text/plain", data.get("text/markdown", ""))))
         return "\n".join(parts)
 
     def final_bundle(self) -> dict[str, Any]:
