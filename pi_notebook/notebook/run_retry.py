@@ -168,7 +168,8 @@ class RunRetry:
         messages = self.agent.state.messages
         last = messages[-1] if messages else None
         if self.attempt > 0 and getattr(last, "stop_reason", None) == "error":
-            self._show(f"Retry failed after {self.attempt} attempts.")  # the error is shown above
+            noun = "attempt" if self.attempt == 1 else "attempts"
+            self._show(f"Retry failed after {self.attempt} {noun}.")  # the error is shown above
         self.attempt = 0
 
     async def _sleep(self, seconds: float) -> bool:
