@@ -183,6 +183,31 @@ def _keep_busy(kernel: Any) -> None:
 
     setattr(publish_status, _BUSY_MARKER, True)
     kernel._publish_status = publish_status
+    _remember_execute_requests(kernel)
+
+
+_LAST_EXECUTE = "__pi_notebook_last_execute_request__"
+
+
+def _remember_execute_requests(kernel: Any) -> None:
+    """Keep the last ``execute_request`` the kernel started, whatever it handled since.
+
+    On ipykernel >= 7.4 comm, info and subshell requests are handled while a cell runs, and each
+    replaces the kernel's current shell parent; asking for it when the run starts could then
+    name one of them instead of the cell (seen under load: the status bar stayed Idle for a
+    whole run). Execute requests run one at a time, so the last one started is the cell."""
+    original = getattr(kernel, "set_parent", None)
+    if original is None or getattr(original, _BUSY_MARKER, False):
+        return
+
+    def set_parent(ident: Any, parent: Any, channel: str = "shell") -> Any:
+        header = parent.get("header") if isinstance(parent, dict) else None
+        if channel == "shell" and isinstance(header, dict) and header.get("msg_type") == "execute_request":
+            setattr(kernel, _LAST_EXECUTE, parent)
+        return original(ident, parent, channel)
+
+    setattr(set_parent, _BUSY_MARKER, True)
+    kernel.set_parent = set_parent
 
 
 def _parent_of(kernel: Any, channel: str) -> Any:
@@ -213,6 +238,9 @@ def cell_running(kernel: Any) -> Callable[[], None]:
 
 
 def _shell_parent(kernel: Any) -> dict[str, Any] | None:
+    remembered = getattr(kernel, _LAST_EXECUTE, None)
+    if isinstance(remembered, dict):
+        return remembered
     try:
         parent = kernel.get_parent("shell")
     except Exception:
