@@ -21,7 +21,13 @@ from typing import Any
 from .abort import AbortSignal
 from .types import AssistantMessage
 
-__all__ = ["RetryCallbacks", "RetryPolicy", "is_retryable_assistant_error", "retry_assistant_call"]
+__all__ = [
+    "RetryCallbacks",
+    "RetryPolicy",
+    "is_retryable_assistant_error",
+    "retry_assistant_call",
+    "sleep_unless_aborted",
+]
 
 _NOT_RETRYABLE = re.compile(
     "|".join(
@@ -137,14 +143,15 @@ async def _call(callback: Callable[..., Any] | None, *args: Any) -> None:
             await result
 
 
-async def _sleep(delay_ms: float, signal: AbortSignal | None) -> bool:
-    """Sleep unless ``signal`` fires first; returns False when aborted."""
+async def sleep_unless_aborted(seconds: float, signal: AbortSignal | None) -> bool:
+    """Sleep unless ``signal`` fires first; returns False when aborted (at once if it already
+    was). A cancellation of the caller that is not the signal's propagates."""
     if signal is None:
-        await asyncio.sleep(delay_ms / 1000)
+        await asyncio.sleep(seconds)
         return True
     if signal.aborted:
         return False
-    sleeper = asyncio.ensure_future(asyncio.sleep(delay_ms / 1000))
+    sleeper = asyncio.ensure_future(asyncio.sleep(seconds))
     remove = signal.add_listener(sleeper.cancel)
     try:
         await sleeper
@@ -201,7 +208,7 @@ async def retry_assistant_call(
         error = response.error_message or "Unknown error"
         delay_ms = base_delay_ms * 2 ** (attempt - 1)
         await _call(hooks.on_retry_scheduled, attempt, max_attempts, delay_ms, error)
-        if not await _sleep(delay_ms, signal):
+        if not await sleep_unless_aborted(delay_ms / 1000, signal):
             await _call(hooks.on_retry_finished, False, attempt, error)
             # the same shape as a stream that was aborted
             return response.model_copy(update={"stop_reason": "aborted", "error_message": None})

@@ -29,7 +29,7 @@ from typing import Any
 from ..agent import Agent
 from ..ai.abort import AbortController
 from ..ai.overflow import is_context_overflow
-from ..ai.retry import is_retryable_assistant_error
+from ..ai.retry import is_retryable_assistant_error, sleep_unless_aborted
 from .run_view import RunView
 
 MAX_REQUESTED_DELAY_S = 60.0
@@ -174,20 +174,7 @@ class RunRetry:
 
     async def _sleep(self, seconds: float) -> bool:
         """Wait unless cancelled first; False when cancelled."""
-        signal = self._controller.signal
-        if signal.aborted:
-            return False
-        sleeper = asyncio.ensure_future(asyncio.sleep(seconds))
-        remove = signal.add_listener(sleeper.cancel)
-        try:
-            await sleeper
-        except asyncio.CancelledError:
-            if not signal.aborted:
-                raise
-            return False
-        finally:
-            remove()
-        return True
+        return await sleep_unless_aborted(seconds, self._controller.signal)
 
     def _show(self, line: str) -> None:
         if self._line is not None and self._line in self.notices:
