@@ -253,3 +253,4 @@ class Watch:
         updates = [c for _, kind, c in self.displays if kind == "update_display_data"]
         assert updates, "the live view was never replaced by the static bundle"
         return dict(updates[-1]["data"])
+

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import shlex
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -30,20 +29,6 @@ PID = (
     ".state_for().mcp.get('st').stderr_tail(200) if x.startswith('server_app pid=')][0]"
 )
 RESULTS = "[(m.tool_call_id, m.is_error, m.content[0].text) for m in _pi.messages if m.role == 'toolResult']"
-
-
-@pytest.fixture(scope="module")
-def kernel(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Kernel]:
-    k = Kernel(tmp_path_factory.mktemp("kernel"))
-    try:
-        yield k
-    finally:
-        k.close()
-
-
-@pytest.fixture
-def k(kernel: Kernel) -> Kernel:
-    return kernel.fresh()
 
 
 def click_in_order(k: Kernel, answers: list[str]) -> tuple[list[str], Any]:

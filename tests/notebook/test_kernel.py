@@ -6,7 +6,6 @@ enough to interact with."""
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -22,21 +21,6 @@ pytestmark = pytest.mark.kernel
 
 LONG_TEXT = "streaming " * 120  # 1200 chars = 300 chunks = ~7.5 s at 40 tokens/s
 REACTION_S = 3.0  # generous: the machine is shared; the truncated text is the real proof
-
-
-@pytest.fixture(scope="module")
-def kernel(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Kernel]:
-    k = Kernel(tmp_path_factory.mktemp("kernel"))
-    try:
-        yield k
-    finally:
-        k.close()
-
-
-@pytest.fixture
-def k(kernel: Kernel) -> Kernel:
-    """The shared kernel with fresh conversations and an empty faux queue."""
-    return kernel.fresh()
 
 
 def value(k: Kernel, expr: str) -> str:

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import re
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -20,20 +19,6 @@ from kernel_driver import KERNEL_NAME, SETUP, Kernel, Watch, write_kernelspec
 
 pytestmark = pytest.mark.kernel
 pytest.importorskip("matplotlib")
-
-
-@pytest.fixture(scope="module")
-def kernel(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Kernel]:
-    k = Kernel(tmp_path_factory.mktemp("kernel"))
-    try:
-        yield k
-    finally:
-        k.close()
-
-
-@pytest.fixture
-def k(kernel: Kernel) -> Kernel:
-    return kernel.fresh()
 
 
 def pngs(watch: Watch) -> list[str]:
