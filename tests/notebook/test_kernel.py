@@ -176,7 +176,7 @@ faux.set_responses([tool_use('slow_step', {'seconds': 1.5}, 's1'), 'steered answ
 def test_the_status_stays_busy_after_control_requests_during_a_run(k: Kernel) -> None:
     """JupyterLab's widget manager sends a ``create_subshell_request`` on the control channel
     when the live view appears; its ``idle`` turned the status bar to Idle for the whole run."""
-    k.run("faux.set_responses(['quiet answer ' * 8])")  # ~1.5 s
+    k.run("faux.set_responses(['quiet answer ' * 25])")  # ~4.5 s: still running when the request lands
     cell = k.execute("%%pi --model faux:faux-1 --tools none\nanswer quietly")
     sent: dict[str, str] = {}
 
