@@ -17,10 +17,14 @@ import subprocess
 import sys
 import time
 import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 KERNEL_NAME = "pi-notebook-browser"
+CHROMIUM = "/usr/bin/chromium"
+SHOTS = Path(__file__).resolve().parents[2] / "test-output" / "browser"
 CHROMIUM_ARGS = [
     "--headless",
     "--no-sandbox",
@@ -168,3 +172,22 @@ class Lab:
         if self.app == "lab":
             return f"{self.url}/lab/tree/{name}?token={self.token}&reset"
         return f"{self.url}/notebooks/{name}?token={self.token}"
+
+
+@contextmanager
+def chromium_page(playwright: Any, lab: Lab, failure_shot: str, height: int = 1000) -> Iterator[Any]:
+    """A page of Debian's Chromium (never a browser Playwright downloads). On a failure inside
+    the block it saves a full-page screenshot as ``test-output/browser/<failure_shot>`` and
+    prints the server's log tail; the browser is closed either way."""
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    (SHOTS / failure_shot).unlink(missing_ok=True)
+    browser = playwright.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+    page = browser.new_page(viewport={"width": 1280, "height": height})
+    try:
+        yield page
+    except Exception:
+        page.screenshot(path=str(SHOTS / failure_shot), full_page=True)
+        print(lab.log_tail())
+        raise
+    finally:
+        browser.close()

@@ -17,10 +17,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from browser_lab import CHROMIUM_ARGS, Lab
-
-CHROMIUM = "/usr/bin/chromium"
-SHOTS = Path(__file__).resolve().parents[2] / "test-output" / "browser"
+from browser_lab import CHROMIUM, SHOTS, Lab, chromium_page
 
 pytestmark = [
     pytest.mark.browser,
@@ -91,22 +88,12 @@ def run_cell(page: Any, cell: Any) -> None:
 
 def test_pi_cell_in_jupyterlab(tmp_path: Path) -> None:
     expect = playwright_sync.expect
-    SHOTS.mkdir(parents=True, exist_ok=True)
-    (SHOTS / "failure.png").unlink(missing_ok=True)
     T0[0] = time.monotonic()
     with Lab(tmp_path) as lab, playwright_sync.sync_playwright() as p:
         step("lab up")
         url = lab.write_notebook("pi.ipynb", [SETUP, RUN_0, RUN_1, RUN_2, CHECK])
-        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
-        page = browser.new_page(viewport={"width": 1280, "height": 1000})
-        try:
+        with chromium_page(p, lab, "failure.png") as page:
             _drive(page, url, expect)
-        except Exception:
-            page.screenshot(path=str(SHOTS / "failure.png"), full_page=True)
-            print(lab.log_tail())
-            raise
-        finally:
-            browser.close()
 
 
 def _drive(page: Any, url: str, expect: Any) -> None:

@@ -12,8 +12,8 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from browser_lab import CHROMIUM_ARGS, Lab
-from test_browser import CHROMIUM, SHOTS, run_cell
+from browser_lab import CHROMIUM, SHOTS, Lab, chromium_page
+from test_browser import run_cell
 
 pytestmark = [
     pytest.mark.browser,
@@ -37,19 +37,10 @@ RUN = "%%pi --model faux:faux-1 --approve auto\nAdd a cell that computes 6 * 7."
 
 def test_inserted_cell_appears_in_jupyterlab(tmp_path: Path) -> None:
     expect = playwright_sync.expect
-    SHOTS.mkdir(parents=True, exist_ok=True)
     with Lab(tmp_path) as lab, playwright_sync.sync_playwright() as p:
         url = lab.write_notebook("insert.ipynb", [SETUP, RUN, ""])  # Shift+Enter moves on, adds none
-        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
-        page = browser.new_page(viewport={"width": 1280, "height": 900})
-        try:
+        with chromium_page(p, lab, "insert-cell-failure.png", height=900) as page:
             _drive(page, url, expect)
-        except Exception:
-            page.screenshot(path=str(SHOTS / "insert-cell-failure.png"), full_page=True)
-            print(lab.log_tail())
-            raise
-        finally:
-            browser.close()
 
 
 def _drive(page: Any, url: str, expect: Any) -> None:

@@ -19,10 +19,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from browser_lab import CHROMIUM_ARGS, Lab
-
-CHROMIUM = "/usr/bin/chromium"
-SHOTS = Path(__file__).resolve().parents[2] / "test-output" / "browser"
+from browser_lab import CHROMIUM, SHOTS, Lab, chromium_page
 
 pytestmark = [
     pytest.mark.browser,
@@ -81,20 +78,10 @@ def expect_not_empty(prompt: Any) -> None:
 
 
 def test_pi_cell_in_notebook7(tmp_path: Path) -> None:
-    SHOTS.mkdir(parents=True, exist_ok=True)
-    (SHOTS / "notebook7-failure.png").unlink(missing_ok=True)
     with Lab(tmp_path, app="notebook") as lab, playwright_sync.sync_playwright() as p:
         url = lab.write_notebook("pi.ipynb", [SETUP, RUN_1, RUN_2, CHECK])
-        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
-        page = browser.new_page(viewport={"width": 1280, "height": 1000})
-        try:
+        with chromium_page(p, lab, "notebook7-failure.png") as page:
             _drive(page, url, playwright_sync.expect)
-        except Exception:
-            page.screenshot(path=str(SHOTS / "notebook7-failure.png"), full_page=True)
-            print(lab.log_tail())
-            raise
-        finally:
-            browser.close()
 
 
 def _drive(page: Any, url: str, expect: Any) -> None:
