@@ -229,6 +229,12 @@ def cell_running(kernel: Any) -> Callable[[], None]:
     if parent is None:
         return lambda: None
     setattr(kernel, _RUNNING_CELL, parent)
+    # An idle published before this point (a control or comm request handled while the cell
+    # started, such as the widget manager's first create_subshell_request) saw no running cell
+    # and was not followed by busy; say busy now, or a silent run shows Idle until it ends.
+    publish = getattr(kernel, "_publish_status", None)
+    if publish is not None:
+        publish("busy", "shell", parent)
 
     def done() -> None:
         if getattr(kernel, _RUNNING_CELL, None) is parent:

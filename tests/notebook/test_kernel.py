@@ -193,6 +193,23 @@ def test_the_status_stays_busy_after_control_requests_during_a_run(k: Kernel) ->
     assert statuses[-1] == ("idle", cell)
     assert k.run("1")["status"] == "ok"
     k.drain()
+    # A control request handled while the cell starts, before the run exists: its idle is
+    # followed by busy once the run begins (a silent model sends nothing else that would).
+    hook = (
+        "import time as _t\n_slow = lambda *a: _t.sleep(1.0)\n"
+        "get_ipython().events.register('pre_run_cell', _slow)"
+    )
+    assert k.run(hook)["status"] == "ok"
+    k.run("faux.set_responses(['quiet'])")
+    cell = k.execute("%%pi --model faux:faux-1 --tools none\nanswer quietly")
+    early = k.kc.session.msg("kernel_info_request", {})
+    k.kc.control_channel.send(early)
+    watch = Watch(k).until_replies([cell])
+    k.run("get_ipython().events.unregister('pre_run_cell', _slow)")
+    statuses = [(state, parent) for _, state, parent in watch.statuses]
+    after = statuses.index(("idle", early["header"]["msg_id"]))
+    assert ("busy", cell) in statuses[after + 1 : -1], statuses
+    k.drain()
     idle_only = k.execute("x_after = 1")  # no run active: nothing is added
     watch = Watch(k).until_replies([idle_only])
     assert [s for _, s, p in watch.statuses if p == idle_only] == ["busy", "idle"]
