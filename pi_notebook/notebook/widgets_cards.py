@@ -7,7 +7,8 @@ here compares before it assigns. Streamed Markdown is split into sealed outputs,
 once, plus one tail that carries the unfinished blocks; a widget update always carries the
 whole value, so the tail is re-sent only as often as a byte budget proportional to the text
 allows (``TAIL_BYTES_PER_CHAR``): what a run sends stays a fixed multiple of its answer,
-whatever the answer's length or the token rate.
+whatever the answer's length or the token rate. A tool call's arguments, re-sent whole while
+they stream, get the same budget.
 """
 
 from __future__ import annotations
@@ -258,6 +259,10 @@ class ToolCardPart:
         self._on_answer = on_answer
         self._status = ""
         self._call_id = ""
+        self._args_held: tuple[str, int] | None = None  # (HTML, characters) the budget held back
+        self._args_spent = 0
+        self.sent_bytes = 0
+        """What the arguments' updates sent, envelopes estimated (for tests and benches)."""
 
     def draw(self, card: ToolCard) -> None:
         self._call_id = card.tool_call_id
@@ -267,13 +272,33 @@ class ToolCardPart:
             self.widget.add_class(f"pi-tool--{card.status}")
             self._status = card.status
         set_value(self.head, tool_head_html(card))
-        args = format_args(card)
-        set_value(self.args, pre_html(args, "pi-args") if args else "")
+        self._draw_args(card)
         set_value(self.body, self._body_html(card))
         details = format_details(card.details) if card.details is not None else ""
         if details or self.details is not None:
             self._draw_details(details)
         self._draw_approval(card.status == "pending_approval")
+
+    def _draw_args(self, card: ToolCard) -> None:
+        """Streaming arguments (a long ``run_code`` source, say) are re-sent whole by every
+        update, so they get the Markdown tail's byte budget; complete ones are sent at once."""
+        args = format_args(card)
+        value = pre_html(args, "pi-args") if args else ""
+        self._args_held = None
+        if value == self.args.value:
+            return
+        cost = MSG_OVERHEAD + len(value)
+        allowed = TAIL_GRANT + TAIL_BYTES_PER_CHAR * len(args)
+        if card.status == "streaming" and self._args_spent + cost > allowed:
+            self._args_held = (value, len(args))
+            return
+        self._send_args(value, cost)
+
+    def _send_args(self, value: str, cost: int) -> None:
+        self._args_spent += cost
+        self.sent_bytes += cost
+        self._args_held = None
+        self.args.value = value
 
     @staticmethod
     def _body_html(card: ToolCard) -> str:
@@ -306,7 +331,13 @@ class ToolCardPart:
             self._approval_row = None
 
     def catch_up(self, tick: bool = False) -> None:
-        return None
+        """Send held-back arguments; ``tick``: only within ``TICK_BYTES_PER_CHAR``."""
+        if self._args_held is None:
+            return
+        value, chars = self._args_held
+        cost = MSG_OVERHEAD + len(value)
+        if not tick or self._args_spent + cost <= TAIL_GRANT + TICK_BYTES_PER_CHAR * chars:
+            self._send_args(value, cost)
 
     def disable(self) -> None:
         for button in (self.approve, self.deny):

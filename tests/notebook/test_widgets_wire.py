@@ -17,8 +17,15 @@ sys.path.insert(0, str(Path(__file__).parent))
 from kernel_driver import Kernel, Watch
 
 from pi_notebook.agent.types import MessageUpdateEvent
-from pi_notebook.ai.events import TextDeltaEvent, TextEndEvent, TextStartEvent
-from pi_notebook.ai.types import AssistantMessage, TextContent
+from pi_notebook.ai.events import (
+    TextDeltaEvent,
+    TextEndEvent,
+    TextStartEvent,
+    ToolCallDeltaEvent,
+    ToolCallEndEvent,
+    ToolCallStartEvent,
+)
+from pi_notebook.ai.types import AssistantMessage, TextContent, ToolCall
 from pi_notebook.notebook.widgets import LiveView
 from pi_notebook.notebook.widgets_cards import TAIL_GRANT
 
@@ -104,6 +111,37 @@ def test_a_long_answer_costs_a_bounded_rate_and_linear_bytes(wire: Wire) -> None
         assert total < 5 * len(full) + TAIL_GRANT + 2000, (n, total, len(full))
     assert total < 5 * len(full)
     assert len(full) > 9000
+
+
+def test_streaming_tool_arguments_cost_a_bounded_rate_and_linear_bytes(wire: Wire) -> None:
+    """A long ``run_code`` source streams as tool-call arguments, which the card re-sends whole:
+    the same budget as text keeps the bytes linear in the arguments."""
+    view = LiveView("stream", clock=Clock(wire))
+    partial = AssistantMessage(content=[])
+    partial.content.append(ToolCall(id="c1", name="run_code", arguments={}))
+    view.handle(MessageUpdateEvent(message=partial, assistant_message_event=ToolCallStartEvent(0, partial)))
+    view.flush()
+    pieces = ['{"code": "'] + [f"x{i % 10} = {i}\\n" for i in range(3000)] + ['"}']
+    start, first = wire.now, len(wire.messages)
+    for piece in pieces:
+        wire.now += 0.01
+        view.handle(
+            MessageUpdateEvent(message=partial, assistant_message_event=ToolCallDeltaEvent(0, piece, partial))
+        )
+        if int(wire.now * 100) % 100 == 0:
+            view._on_tick()  # the 1 Hz tick shows what the budget held back, within its own
+    raw = "".join(pieces)
+    call = ToolCall(id="c1", name="run_code", arguments=json.loads(raw))
+    end = ToolCallEndEvent(0, call, partial)
+    view.handle(MessageUpdateEvent(message=partial, assistant_message_event=end))
+    view.flush()
+    sent = wire.messages[first:]
+    per_second = [sum(1 for t, _ in sent if s <= t - start < s + 1) for s in range(int(wire.now - start))]
+    total = sum(size + ENVELOPE for _, size in sent)
+    assert max(per_second) <= 20, per_second
+    assert len(raw) > 25_000
+    assert total < 5 * len(raw) + TAIL_GRANT + 2000, (total, len(raw))
+    assert "x9 = 2999" in view.state.items[-1].args["code"]
 
 
 @pytest.mark.kernel
