@@ -8,7 +8,9 @@ mid-stream without the terminating chunk). A reply with ``hang_up`` closes the c
 right after reading the request, before any response byte (what a server does to a kept-alive
 connection it has just timed out); ``head_delay`` waits before the status line.
 
-Used from tests as the ``loopback`` fixture (see ``conftest.py``) or standalone in ``bench/``.
+Used from tests as the ``loopback`` fixture (see ``conftest.py``), on a thread of its own with
+``serving`` (for tests that are not async: a shell cell, a kernel, a browser), or standalone in
+``bench/``.
 """
 
 from __future__ import annotations
@@ -16,7 +18,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-from collections.abc import Iterable
+import threading
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -175,3 +178,20 @@ class LoopbackServer:
         writer.write(b"0\r\n\r\n")
         await writer.drain()
         return True
+
+
+@contextlib.contextmanager
+def serving(server: LoopbackServer) -> Iterator[LoopbackServer]:
+    """``server`` started on its own thread and event loop, stopped at the end: a cell runs on
+    the shell's loop, and a kernel or a browser test has none."""
+    loop = asyncio.new_event_loop()
+    thread = threading.Thread(target=loop.run_forever, name="loopback", daemon=True)
+    thread.start()
+    asyncio.run_coroutine_threadsafe(server.start(), loop).result(5)
+    try:
+        yield server
+    finally:
+        asyncio.run_coroutine_threadsafe(server.stop(), loop).result(5)
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(5)
+        loop.close()

@@ -8,8 +8,10 @@ by ``frames.py`` through the already-imported library.
 Secrets: a value whose *name* looks like a secret (``KEY``, ``TOKEN``, ``SECRET``,
 ``PASSWORD``, ``PASSWD``, ``CREDENTIAL``) is never shown; dict entries under such keys are
 hidden; ``os.environ`` is never read; and text that looks like a well-known API key format
-(``sk-...``, ``ghp_...``, ``AIza...``, ``hf_...``, ``xoxb-...``, ``AKIA...``) is replaced by
-``[REDACTED]`` in everything the notebook tools return.
+(``sk-...``, ``ghp_...``, ``AIza...``, ``hf_...``, ``xoxb-...``, ``AKIA...``), or that holds
+the value of a secret-named environment or notebook variable (``secret_values``: the key in
+``creds = os.environ["OPENAI_API_KEY"]`` too), is replaced by ``[REDACTED]`` in everything the
+notebook tools and `` $`expr` `` references return and in the session files.
 
 `` $`expr` `` in a prompt: the expression is evaluated in the user namespace and its summary
 is attached to the user message. Braces are never interpolated, so code in a prompt passes
@@ -50,6 +52,29 @@ def looks_secret(name: str) -> bool:
 def redact_text(text: str) -> str:
     """Replace substrings that look like API keys."""
     return SECRET_VALUE.sub(REDACTED, text)
+
+
+_MIN_SECRET_CHARS = 6  # shorter values would redact ordinary words
+
+
+def secret_values(namespace: Mapping[str, Any] | None) -> list[str]:
+    """Values that must never be shown or written: secret-named environment variables and
+    variables of ``namespace`` (``OPENAI_API_KEY``, ``db_password``, ...), longest first."""
+    found = {v for k, v in os.environ.items() if looks_secret(k) and len(v) >= _MIN_SECRET_CHARS}
+    for name, value in list((namespace or {}).items()):
+        secret = isinstance(value, str) and not name.startswith("_") and looks_secret(name)
+        if secret and len(value) >= _MIN_SECRET_CHARS:
+            found.add(value)
+    return sorted(found, key=len, reverse=True)
+
+
+def redact_known(text: str, secrets: list[str]) -> str:
+    """``redact_text``, then every one of ``secrets`` (``secret_values``) replaced."""
+    text = redact_text(text)
+    for secret in secrets:
+        if secret in text:
+            text = text.replace(secret, REDACTED)
+    return text
 
 
 def truncate(text: str, limit: int) -> str:
@@ -221,7 +246,9 @@ def expand_references(
     exprs = find_references(text)
     if not exprs:
         return text, []
+    secrets = secret_values(namespace)
     refs = [evaluate_reference(expr, namespace, limit) for expr in exprs]
+    refs = [Reference(r.expr, redact_known(r.summary, secrets), r.error) for r in refs]
     return REFERENCE.sub(lambda m: f"`{m.group(1)}`", text), refs
 
 

@@ -48,7 +48,7 @@ from ..session import (
 from ..session.storage import default_session_dir
 from .observer import StateObserver
 from .options import PiConfig, env_flag
-from .references import REDACTED, looks_secret, redact_text
+from .references import redact_known, secret_values
 
 SESSION_DIR_ENV = "PI_NOTEBOOK_SESSION_DIR"
 RECORD_ENV = "PI_NOTEBOOK_RECORD"
@@ -59,7 +59,6 @@ RESTART_NOTE = (
     "Note: the notebook's Python kernel was restarted since the messages above. Variables, "
     "imports and objects you saw in it may be gone or different; look again before relying on them."
 )
-_MIN_SECRET_CHARS = 6  # shorter values would redact ordinary words
 
 
 def notebook_path(shell: Any) -> str | None:
@@ -79,26 +78,6 @@ def _absolute(path: str) -> str:
         return os.path.normpath(path)
     here = os.path.abspath(path)
     return here if os.path.exists(here) else os.path.join(os.getcwd(), os.path.basename(path))
-
-
-def secret_values(shell: Any) -> list[str]:
-    """Values that must never be written: secret-named environment variables and notebook
-    variables (``OPENAI_API_KEY``, ``db_password``, ...), longest first."""
-    found = {v for k, v in os.environ.items() if looks_secret(k) and len(v) >= _MIN_SECRET_CHARS}
-    ns = getattr(shell, "user_ns", None) or {}
-    for name, value in list(ns.items()):
-        secret = isinstance(value, str) and not name.startswith("_") and looks_secret(name)
-        if secret and len(value) >= _MIN_SECRET_CHARS:
-            found.add(value)
-    return sorted(found, key=len, reverse=True)
-
-
-def _redact(text: str, secrets: list[str]) -> str:
-    text = redact_text(text)
-    for secret in secrets:
-        if secret in text:
-            text = text.replace(secret, REDACTED)
-    return text
 
 
 def text_of(content: Any) -> str:
@@ -165,15 +144,15 @@ class NotebookSessions(StateObserver):
 
     def redact(self, text: str) -> str:
         """The notebook's redactor: key patterns, then secret values known to the kernel."""
-        return _redact(text, secret_values(self.shell))
+        return redact_known(text, secret_values(self.shell.user_ns))
 
     def redactor(self) -> Redactor:
         """What every session line passes through before it is written; the secret values are
         collected once per line, not once per string in it."""
 
         def redact_entry(entry: dict[str, Any]) -> dict[str, Any]:
-            secrets = secret_values(self.shell)
-            return redact_strings(lambda text: _redact(text, secrets))(entry)
+            secrets = secret_values(self.shell.user_ns)
+            return redact_strings(lambda text: redact_known(text, secrets))(entry)
 
         return redact_entry
 

@@ -43,7 +43,15 @@ from ..ai.types import TextContent
 from .cells import CellErrorLog, format_saved_cell, history_text, notebook_path
 from .interrupts import interruptible, raise_if_interrupted
 from .outputs import ImageBudget, open_figures, take_figures
-from .references import looks_secret, one_line, redact_text, secret_placeholder, summarize, truncate
+from .references import (
+    looks_secret,
+    one_line,
+    redact_known,
+    secret_placeholder,
+    secret_values,
+    summarize,
+    truncate,
+)
 
 T = TypeVar("T")
 F = TypeVar("F", bound=Callable[..., Any])
@@ -76,10 +84,6 @@ def notebook_tool(*, changes_state: bool = False) -> Callable[[F], F]:
 def is_notebook_tool(tool: AgentTool) -> bool:
     """True for the tools built here (so a run can swap them without touching the user's own)."""
     return bool(getattr(tool.execute, _TOOL_MARKER, False))
-
-
-def _text(text: str) -> TextContent:
-    return TextContent(text=redact_text(text))
 
 
 def _head_tail(text: str, limit: int = OUTPUT_CHARS) -> str:
@@ -119,6 +123,14 @@ class NotebookTools:
         self.dispatch, self.on_interrupt, self.inserted = dispatch, on_interrupt, []
         self.sees_images = model is None or "image" in getattr(model, "input", ("image",))
         self.headless = headless
+
+    def redact(self, text: str) -> str:
+        """Key patterns, and the values of secret-named environment and notebook variables (the
+        key in ``creds = os.environ["OPENAI_API_KEY"]`` too), replaced by ``[REDACTED]``."""
+        return redact_known(text, secret_values(getattr(self.shell, "user_ns", None)))
+
+    def _text(self, text: str) -> TextContent:
+        return TextContent(text=self.redact(text))
 
     def image_budget(self) -> ImageBudget:
         return ImageBudget(sees_images=self.sees_images)
@@ -178,7 +190,7 @@ class NotebookTools:
             text = f"No variables match {pattern!r} ({total} user variable{plural} in all)."
         else:
             text = "No user variables."
-        return AgentToolResult(content=[_text(text)], details={"count": len(names), "total": total})
+        return AgentToolResult(content=[self._text(text)], details={"count": len(names), "total": total})
 
     @notebook_tool()
     async def inspect_variable(
@@ -205,10 +217,11 @@ class NotebookTools:
             value = getattr(value, attr)
         if any(looks_secret(part) for part in path.split(".")):
             return AgentToolResult(
-                content=[_text(secret_placeholder(path, value))], details={"redacted": True}
+                content=[self._text(secret_placeholder(path, value))], details={"redacted": True}
             )
         summary = summarize(value, max_chars)
-        return AgentToolResult(content=[_text(f"{path}: {summary}")], details={"type": type(value).__name__})
+        text = self._text(f"{path}: {summary}")
+        return AgentToolResult(content=[text], details={"type": type(value).__name__})
 
     @notebook_tool()
     async def read_cells(
@@ -230,7 +243,7 @@ class NotebookTools:
             images = self.image_budget()
             text, numbers = self.history_text(last, start, end, images=images)
             details = {"cells": numbers, "images": len(images.images)}
-            return AgentToolResult(content=[_text(text), *images.images], details=details)
+            return AgentToolResult(content=[self._text(text), *images.images], details=details)
 
         return await self.dispatch(read)  # type: ignore[no-any-return]
 
@@ -280,7 +293,7 @@ class NotebookTools:
         attached = images.images if images is not None else []
         if attached:
             details["images"] = len(attached)
-        return AgentToolResult(content=[_text(text), *attached], details=details)
+        return AgentToolResult(content=[self._text(text), *attached], details=details)
 
     # state-changing ---------------------------------------------------------------------------
 
@@ -344,15 +357,15 @@ class NotebookTools:
         labels += [images.add(png, "image/png", "figure") for png in figures]
         parts += labels
         if error is not None:
-            raise RuntimeError(redact_text("\n".join([*parts, error])))
+            raise RuntimeError(self.redact("\n".join([*parts, error])))
         text = "\n".join(parts) or "(no output)"
-        details = {
-            "stdout": captured.stdout,
-            "stderr": captured.stderr,
-            "result": result_text,
+        details = {  # shown in the output's Details and kept in the session: redacted too
+            "stdout": self.redact(captured.stdout),
+            "stderr": self.redact(captured.stderr),
+            "result": self.redact(result_text) if result_text is not None else None,
             "images": len(images.images),
         }
-        return AgentToolResult(content=[_text(text), *images.images], details=details)
+        return AgentToolResult(content=[self._text(text), *images.images], details=details)
 
     def _format_value(self, value: Any) -> dict[str, Any]:
         """The value's display formats. A formatter that fails (IPython's pretty printer
@@ -384,10 +397,10 @@ class NotebookTools:
                 f"copy this code into a new cell{note}:\n```python\n{joined}\n```"
             )
             details = {"inserted": False, "reason": ignored, "source": joined}
-            return AgentToolResult(content=[_text(text)], details=details)
+            return AgentToolResult(content=[self._text(text)], details=details)
         await self.dispatch(lambda: self.shell.set_next_input(joined, replace=False))
         text = f"A new code cell will be inserted below the current cell when this run ends{note}."
-        return AgentToolResult(content=[_text(text)], details={"inserted": True, "source": joined})
+        return AgentToolResult(content=[self._text(text)], details={"inserted": True, "source": joined})
 
     def _insert_ignored_by(self) -> str | None:
         """Who would drop the ``set_next_input`` payload ``insert_cell`` sends (the execute
@@ -432,7 +445,7 @@ class NotebookTools:
         assigned = await self.dispatch(assign)
         shown = secret_placeholder(name, assigned) if looks_secret(name) else one_line(assigned)
         return AgentToolResult(
-            content=[_text(f"{name} = {shown}")], details={"name": name, "type": type(assigned).__name__}
+            content=[self._text(f"{name} = {shown}")], details={"name": name, "type": type(assigned).__name__}
         )
 
 

@@ -89,12 +89,10 @@ def _markdown_outputs(source: str) -> tuple[dict[str, Any], ...]:
     return ({"output_type": "display_data", "data": data, "metadata": {}},)
 
 
-def _outputs_size(outputs: tuple[dict[str, Any], ...]) -> int:
-    """About the JSON size of ``outputs`` (escapes ignored), without encoding them."""
-    if not outputs:
-        return 2
-    data = outputs[0]["data"]
-    return 100 + len(data["text/markdown"])
+def _source_size(source: str) -> int:
+    """About the JSON size of the outputs of ``source``, without building them: escaping the
+    Markdown (``frontend_markdown``) is left for the updates the budget lets through."""
+    return 100 + len(source) if source else 2
 
 
 def _classed(widget: W.Widget, *classes: str) -> W.Widget:
@@ -145,29 +143,27 @@ class MarkdownStream:
         if tail == self._shown:
             self._held = ""
             return
-        outputs = _markdown_outputs(tail)
-        cost = MSG_OVERHEAD + _outputs_size(outputs)
+        cost = MSG_OVERHEAD + _source_size(tail)
         if not (done or sealed) and self._spent + cost > TAIL_GRANT + TAIL_BYTES_PER_CHAR * len(text):
             self._held = tail
             return
-        self._send(tail, outputs, cost)
+        self._send(tail, cost)
 
     def catch_up(self, tick: bool = False) -> None:
         """Send a held tail now, budget or not: the stream paused, the reader waits for it.
         ``tick``: the periodic catch-up of a running stream, within ``TICK_BYTES_PER_CHAR``."""
         if not self._held:
             return
-        outputs = _markdown_outputs(self._held)
-        cost = MSG_OVERHEAD + _outputs_size(outputs)
+        cost = MSG_OVERHEAD + _source_size(self._held)
         allowed = TAIL_GRANT + TICK_BYTES_PER_CHAR * (self._frozen_len + len(self._held))
         if not tick or self._spent + cost <= allowed:
-            self._send(self._held, outputs, cost)
+            self._send(self._held, cost)
 
-    def _send(self, tail: str, outputs: tuple[dict[str, Any], ...], cost: int) -> None:
+    def _send(self, tail: str, cost: int) -> None:
         self._spent += cost
         self.sent_bytes += cost
         self._shown, self._held = tail, ""
-        self.tail.outputs = outputs
+        self.tail.outputs = _markdown_outputs(tail)
 
     def _prefix_holds(self, text: str) -> bool:
         return text[: self._frozen_len] == "".join(self._frozen)
@@ -180,7 +176,7 @@ class MarkdownStream:
         self._frozen_len += len(source)
         self.widget.children = (*self.widget.children[:-1], frozen, self.tail)
         # the new model with its outputs, and the box's children list
-        cost = 2 * MSG_OVERHEAD + 400 + _outputs_size(frozen.outputs) + 40 * len(self.widget.children)
+        cost = 2 * MSG_OVERHEAD + 400 + _source_size(source) + 40 * len(self.widget.children)
         self._spent += cost
         self.sent_bytes += cost
 

@@ -1,23 +1,25 @@
 """API keys never leak: not into error messages, events, the transcript, exceptions or logs.
 
 The keys come from the environment, as a user sets them. The loopback server plays a hostile
-provider: its error replies echo the credential headers it received (in the message text and
-as a raw header dump), both as an HTTP error and as an error event inside a 200 stream. A
-refused connection is checked too. Logging is captured at DEBUG, httpx and httpcore included.
+provider (``faults/echo.py``): its error replies echo the credential headers it received (in
+the message text and as a raw header dump), both as an HTTP error and as an error event inside
+a 200 stream. A refused connection is checked too. Logging is captured at DEBUG, httpx and
+httpcore included. ``tests/notebook/test_no_leaks.py`` runs the same provider end to end in a
+real kernel.
 """
 
 from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Callable
 from typing import Any
 
 import httpx
 import pytest
+from faults.echo import EchoServer, assert_no_key, credentials, http_echo, stream_echo
 from faults.invariants import Recorder, check_run
 from faults.wire import APIS, WIRES, WireApi, closed_port_url
-from loopback import LoopbackServer, Recorded, Reply, sse
+from loopback import Reply
 
 from pi_notebook.agent import Agent
 from pi_notebook.ai import stream_simple
@@ -30,59 +32,6 @@ KEYS = {
     "GEMINI_API_KEY": "AIza-test-SECRET789-gemini-0123456789abcd",
 }
 SECRET_MARKERS = ("SECRET123", "SECRET456", "SECRET789")
-CREDENTIAL_HEADERS = ("authorization", "x-api-key", "x-goog-api-key")
-
-Part = bytes | Callable[[Recorded], bytes]
-
-
-class EchoServer(LoopbackServer):
-    """The loopback server, where a body part may be a function of the request it answers."""
-
-    async def _send(self, writer: Any, reply: Reply) -> bool:
-        request = self.requests[-1]
-        parts = [part(request) if callable(part) else part for part in reply.parts]
-        return await super()._send(writer, Reply(reply.status, parts, reply.headers))
-
-
-def _credentials(request: Recorded) -> dict[str, str]:
-    return {k: v for k, v in request.headers.items() if k in CREDENTIAL_HEADERS}
-
-
-def _echo_message(request: Recorded) -> str:
-    sent = _credentials(request)
-    assert sent, f"no credential header was sent: {request.headers}"
-    values = ", ".join(f"{k}={v}" for k, v in sent.items())
-    return f"Incorrect API key provided: {values}. Request headers: {json.dumps(request.headers)}"
-
-
-def http_echo(wire: WireApi, status: int) -> Reply:
-    def body(request: Recorded) -> bytes:
-        payload = wire.error_body(status)
-        payload["error"]["message"] = _echo_message(request)
-        payload["error"]["received_headers"] = request.headers
-        return json.dumps(payload).encode()
-
-    return Reply(status, [body], {"content-type": "application/json"})
-
-
-def stream_echo(wire: WireApi) -> Reply:
-    """A 200 stream whose error event (in the API's own shape) echoes the credentials."""
-
-    def event(request: Recorded) -> bytes:
-        message = _echo_message(request)
-        if wire.api == "openai-responses":
-            return sse({"type": "error", "code": "invalid_api_key", "message": message}, event="error")
-        if wire.api == "anthropic-messages":
-            error = {"type": "authentication_error", "message": message}
-            return sse({"type": "error", "error": error}, event="error")
-        if wire.api == "google-generative-ai":
-            return sse({"error": {"code": 401, "message": message, "status": "UNAUTHENTICATED"}})
-        return sse(
-            {"error": {"message": message, "type": "invalid_request_error", "code": "invalid_api_key"}}
-        )
-
-    head = wire.text_script("Hello").head
-    return Reply(200, [*head, event])
 
 
 @pytest.fixture
@@ -104,10 +53,7 @@ async def echo() -> Any:
 
 
 def assert_clean(where: str, text: str) -> None:
-    for name, key in KEYS.items():
-        assert key not in text, f"{name} leaked into {where}: {text[:300]}"
-    for marker in SECRET_MARKERS:
-        assert marker not in text, f"part of a key leaked into {where}: {text[:300]}"
+    assert_no_key(where, text, KEYS, SECRET_MARKERS)
 
 
 def assert_run_clean(agent: Agent, recorder: Recorder, caplog: pytest.LogCaptureFixture) -> None:
@@ -161,7 +107,7 @@ async def test_http_error_echoing_the_key(
     echo.queue(http_echo(wire, status))
     agent, recorder = make_agent(wire, echo.url, client)
     await agent.prompt("hi")
-    sent = _credentials(echo.requests[0])
+    sent = credentials(echo.requests[0])
     assert any(KEYS[wire.env_key] in value for value in sent.values()), "the env key was not sent"
     assert_run_clean(agent, recorder, caplog)
     assert str(status) in (agent.state.error_message or "")

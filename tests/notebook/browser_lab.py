@@ -175,19 +175,23 @@ class Lab:
 
 
 @contextmanager
-def chromium_page(playwright: Any, lab: Lab, failure_shot: str, height: int = 1000) -> Iterator[Any]:
+def chromium_page(
+    playwright: Any, lab: Lab | None, failure_shot: str, height: int = 1000, width: int = 1280
+) -> Iterator[Any]:
     """A page of Debian's Chromium (never a browser Playwright downloads). On a failure inside
     the block it saves a full-page screenshot as ``test-output/browser/<failure_shot>`` and
-    prints the server's log tail; the browser is closed either way."""
+    prints the server's log tail (``lab``: None for a page without a server); the browser is
+    closed either way."""
     SHOTS.mkdir(parents=True, exist_ok=True)
     (SHOTS / failure_shot).unlink(missing_ok=True)
     browser = playwright.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
-    page = browser.new_page(viewport={"width": 1280, "height": height})
+    page = browser.new_page(viewport={"width": width, "height": height})
     try:
         yield page
     except Exception:
         page.screenshot(path=str(SHOTS / failure_shot), full_page=True)
-        print(lab.log_tail())
+        if lab is not None:
+            print(lab.log_tail())
         raise
     finally:
         browser.close()

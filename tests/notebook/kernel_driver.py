@@ -49,6 +49,35 @@ def write_kernelspec(root: Path, python: str | None = None) -> Path:
     return root / "kernels"
 
 
+def kernel_env(root: Path) -> dict[str, str]:
+    """This process's environment without pi_notebook's and Jupyter's own settings, with
+    IPython and Jupyter dirs in ``root`` (never the user's profile or kernels)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PI_NOTEBOOK_", "JPY_"))}
+    env.update(
+        {
+            "IPYTHONDIR": str(root / "ipython"),
+            "JUPYTER_RUNTIME_DIR": str(root / "runtime"),
+            "JUPYTER_CONFIG_DIR": str(root / "config"),
+            "PYTHONUNBUFFERED": "1",
+        }
+    )
+    return env
+
+
+def kernel_manager(
+    root: Path, python: str | None = None, manager: type[KernelManager] = KernelManager
+) -> KernelManager:
+    """A manager (not started) of a kernel of ``python`` (default: this venv's) through a
+    kernelspec in ``root``, on unix sockets in ``root``: no TCP port, nothing on the network.
+    ``manager``: ``AsyncKernelManager`` for nbclient."""
+    specs = KernelSpecManager(kernel_dirs=[str(write_kernelspec(root, python))])
+    km = manager(kernel_name=KERNEL_NAME, kernel_spec_manager=specs)
+    km.connection_file = str(root / "kernel.json")
+    km.transport = "ipc"
+    km.ip = str(root / "ipc")
+    return km
+
+
 class Kernel:
     """One running kernel with a blocking client; the ``SETUP`` cell has run.
 
@@ -56,21 +85,8 @@ class Kernel:
     """
 
     def __init__(self, root: Path, python: str | None = None) -> None:
-        env = {k: v for k, v in os.environ.items() if not k.startswith(("PI_NOTEBOOK_", "JPY_"))}
-        env.update(
-            {
-                "IPYTHONDIR": str(root / "ipython"),
-                "JUPYTER_RUNTIME_DIR": str(root / "runtime"),
-                "JUPYTER_CONFIG_DIR": str(root / "config"),
-                "PYTHONUNBUFFERED": "1",
-            }
-        )
-        specs = KernelSpecManager(kernel_dirs=[str(write_kernelspec(root, python))])
-        self.km = KernelManager(kernel_name=KERNEL_NAME, kernel_spec_manager=specs)
-        self.km.connection_file = str(root / "kernel.json")
-        self.km.transport = "ipc"  # unix sockets in the temp dir: no TCP port, nothing on the network
-        self.km.ip = str(root / "ipc")
-        self.km.start_kernel(env=env, cwd=str(root))
+        self.km = kernel_manager(root, python)
+        self.km.start_kernel(env=kernel_env(root), cwd=str(root))
         self.kc: BlockingKernelClient = self.km.blocking_client()
         self.kc.start_channels()
         self.kc.wait_for_ready(timeout=60)
@@ -253,4 +269,3 @@ class Watch:
         updates = [c for _, kind, c in self.displays if kind == "update_display_data"]
         assert updates, "the live view was never replaced by the static bundle"
         return dict(updates[-1]["data"])
-

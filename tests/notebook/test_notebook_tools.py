@@ -156,6 +156,25 @@ def test_environ_is_never_read(ip: Any, tools: NotebookTools, monkeypatch: pytes
     assert "value-from-env" not in summarize({"env": os.environ})
 
 
+def test_a_secret_value_is_hidden_under_any_name(
+    ip: Any, tools: NotebookTools, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A key in no known format, copied from a secret-named variable of the environment or the
+    notebook to an innocent name, is hidden by value in every tool result and reference."""
+    monkeypatch.setenv("MY_SERVICE_TOKEN", "plain-7f3a9c2e-token")
+    ip.user_ns["db_password"] = "horse-battery-staple"
+    ip.run_cell("import os\ncreds = os.environ['MY_SERVICE_TOKEN']\nsettings = {'pw': db_password}")
+    shown = text_of(call(tools, "inspect_variable", name="creds"))
+    assert "plain-7f3a9c2e-token" not in shown
+    assert "[REDACTED]" in shown
+    assert "horse-battery-staple" not in text_of(call(tools, "list_variables"))
+    _, refs = expand_references("look at $`settings` and $`creds.upper().lower()`", ip.user_ns)
+    attached = format_references(refs)
+    assert "horse-battery-staple" not in attached
+    assert "plain-7f3a9c2e-token" not in attached
+    assert attached.count("[REDACTED]") == 2
+
+
 def test_summaries_are_capped() -> None:
     nested = {"level": [{"deep": list(range(100))} for _ in range(100)]}
     text = summarize(nested, limit=300)

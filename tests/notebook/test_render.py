@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import sys
-from html.parser import HTMLParser
 from pathlib import Path
 
 from hypothesis import example, given, settings
@@ -12,6 +11,7 @@ from markdown_it import MarkdownIt
 
 sys.path.insert(0, str(Path(__file__).parent))
 
+from hostile import Tags, assert_inert
 from view_events import Run, tool_run
 
 from pi_notebook.notebook.render import (
@@ -25,6 +25,7 @@ from pi_notebook.notebook.render import (
     render_markdown,
     render_text,
     renders_raw_html,
+    renders_unsafe_link,
     safe_split,
     static_bundle,
 )
@@ -60,47 +61,6 @@ def state_of(run: Run, prompt: str = PROMPT) -> ViewState:
     for event in run.events:
         reduce(state, event)
     return state
-
-
-class Tags(HTMLParser):
-    """Every start tag with its attributes, and the text (entities decoded)."""
-
-    def __init__(self, markup: str) -> None:
-        super().__init__(convert_charrefs=True)
-        self.tags: list[tuple[str, dict[str, str]]] = []
-        self.text: list[str] = []
-        self.feed(markup)
-        self.close()
-
-    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        self.tags.append((tag, {k: v or "" for k, v in attrs}))
-
-    def handle_startendtag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        self.handle_starttag(tag, attrs)
-
-    def handle_data(self, data: str) -> None:
-        self.text.append(data)
-
-
-# fmt: off
-SAFE_TAGS = {
-    "div", "span", "b", "p", "em", "strong", "code", "pre", "details", "summary", "ul", "ol", "li", "a",
-    "blockquote", "hr", "br", "s", "table", "thead", "tbody", "tr", "th", "td",
-    "h1", "h2", "h3", "h4", "h5", "h6",
-}
-# fmt: on
-SAFE_ATTRS = {"class", "style", "href", "rel", "title", "start"}
-
-
-def assert_inert(markup: str) -> Tags:
-    """No tag outside the renderer's own vocabulary, no event handler, no script URL."""
-    parsed = Tags(markup)
-    for tag, attrs in parsed.tags:
-        assert tag in SAFE_TAGS, (tag, attrs)
-        assert set(attrs) <= SAFE_ATTRS, (tag, attrs)
-        href = attrs.get("href", "").strip().lower()
-        assert not href.startswith(("javascript:", "vbscript:", "data:", "file:")), href
-    return parsed
 
 
 # --- render_text -----------------------------------------------------------------------------
@@ -318,6 +278,14 @@ FRAGMENTS = [
     "</div>",
     "<b",
     "x=1",
+    "](",
+    "]:",
+    "java&#115;cript:x",
+    "javascript\\:x",
+    ":",
+    " ",
+    "<",
+    "> ",
 ]
 hostile_text = st.lists(st.sampled_from(FRAGMENTS), max_size=24).map("".join)
 
@@ -348,9 +316,10 @@ def test_render_html_is_inert_for_any_text(text: str) -> None:
 # code, the other raw HTML.
 @example("`[r]: javascript:alert(1)\n| a | b |\n|---|---|\n`<img src=x onerror=alert(1)>`")
 @example("`x\n| a | b |\n|---|---|\n`<script>alert(1)</script>`")
-def test_frontend_markdown_never_renders_raw_html_or_images(text: str) -> None:
+def test_frontend_markdown_never_renders_raw_html_images_or_unsafe_links(text: str) -> None:
     disarmed = frontend_markdown(text)
     assert not renders_raw_html(disarmed)
+    assert not renders_unsafe_link(disarmed)
     tables = MarkdownIt("commonmark", {"html": True}).enable(["table", "strikethrough"])
     for parser in (MarkdownIt("commonmark", {"html": True}), tables):
         html = parser.render(disarmed)

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import sys
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,7 +16,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent))
 
 from kernel_ipshell import ip_fixture, outputs, run  # noqa: F401
-from loopback import LoopbackServer, json_reply, sse
+from loopback import LoopbackServer, json_reply, serving, sse
 
 from pi_notebook.agent import Agent
 from pi_notebook.ai.faux import FauxRegistration, faux_assistant_message, faux_tool_call
@@ -56,23 +55,15 @@ def configure(shell: Any, retries: int = 3, base_delay: float = 0.01) -> None:
 def server(monkeypatch: pytest.MonkeyPatch) -> Iterator[LoopbackServer]:
     """A loopback server on its own thread (a cell runs on the shell's loop) that ``llama.cpp:``
     points at; its first reply answers the context-window probe with "not llama-server"."""
-    loop = asyncio.new_event_loop()
-    thread = threading.Thread(target=loop.run_forever, name="loopback", daemon=True)
-    thread.start()
-    srv = LoopbackServer()
-    asyncio.run_coroutine_threadsafe(srv.start(), loop).result(5)
-    monkeypatch.setenv("LLAMA_CPP_BASE_URL", srv.url)
-    clear_probe_cache()
-    srv.queue(json_reply(404, {"error": "no /props here"}))
-    try:
-        yield srv
-    finally:
+    with serving(LoopbackServer()) as srv:
+        monkeypatch.setenv("LLAMA_CPP_BASE_URL", srv.url)
         clear_probe_cache()
-        unregister_models("llama.cpp")
-        asyncio.run_coroutine_threadsafe(srv.stop(), loop).result(5)
-        loop.call_soon_threadsafe(loop.stop)
-        thread.join(5)
-        loop.close()
+        srv.queue(json_reply(404, {"error": "no /props here"}))
+        try:
+            yield srv
+        finally:
+            clear_probe_cache()
+            unregister_models("llama.cpp")
 
 
 def chat_reply(text: str) -> list[bytes]:

@@ -179,13 +179,14 @@ def test_secrets_never_reach_the_file(
     _, _captured = cell(ip, f"{MODEL} --approve auto", "show me the credentials")
     state = state_for(ip)
     results = [m for m in conversations.current().state.messages if m.role == "toolResult"]
-    assert service_token in results[0].content[0].text  # the agent really saw it
+    # the tools never show a secret value, not even to the model
+    assert results[0].content[0].text == "stdout:\n[REDACTED]\n[REDACTED]\n"
     [path] = files(sdir)
     text = path.read_text()
     for secret in (env_key, service_token, password):
         assert secret not in text
     assert "[REDACTED]" in text
-    # the transcript in memory is untouched: the model keeps its context
+    # the transcript in memory is untouched: the model keeps its context (here, its own answer)
     assert (
         state.sessions.tracked["default"]
         .manager.build_session_context()

@@ -6,6 +6,7 @@
   without widget JavaScript (server-side Markdown, inline styles, everything escaped).
 * ``markdown``: Markdown prepared for the frontend's own renderer (``frontend_markdown``) and
   where a growing answer may be cut (``safe_split``).
+* ``limits``: how much Markdown either renderer takes on (``too_much_markup``, ``cap_nesting``).
 
 ``static_bundle`` is the frozen output of a run: both renderings under their MIME types.
 Pure: no widget or IPython imports.
@@ -14,11 +15,19 @@ Pure: no widget or IPython imports.
 from __future__ import annotations
 
 from ..view import ViewState
-from .markdown import frontend_markdown, renders_raw_html, safe_split
+from .limits import MAX_MARKDOWN_CHARS, MAX_MARKUP, MAX_NESTING, PLAIN_NOTE, too_much_markup
+from .markdown import (
+    SAFE_SCHEMES,
+    frontend_markdown,
+    plain_markdown,
+    renders_raw_html,
+    renders_unsafe_link,
+    safe_split,
+    unsafe_url,
+)
 from .static_html import (
     MATH,
     NO_MATH,
-    SAFE_SCHEMES,
     details_html,
     footer_html,
     line_html,
@@ -47,8 +56,12 @@ from .text import (
 
 __all__ = [
     "MATH",
+    "MAX_MARKDOWN_CHARS",
+    "MAX_MARKUP",
+    "MAX_NESTING",
     "MAX_SHOWN",
     "NO_MATH",
+    "PLAIN_NOTE",
     "SAFE_SCHEMES",
     "activity",
     "details_html",
@@ -59,6 +72,7 @@ __all__ = [
     "format_details",
     "frontend_markdown",
     "line_html",
+    "plain_markdown",
     "pre_html",
     "progress_html",
     "prompt_html",
@@ -67,12 +81,15 @@ __all__ = [
     "render_markdown",
     "render_text",
     "renders_raw_html",
+    "renders_unsafe_link",
     "result_html",
     "safe_split",
     "static_bundle",
     "status_label",
     "thinking_html",
+    "too_much_markup",
     "tool_head_html",
+    "unsafe_url",
     "user_html",
     "user_label",
 ]

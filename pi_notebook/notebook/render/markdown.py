@@ -2,7 +2,10 @@
 
 * ``frontend_markdown`` escapes raw HTML tags and image syntax outside code, so an answer
   shown by JupyterLab's or VS Code's Markdown renderer never makes the browser fetch a URL the
-  model chose, and escapes lone dollar signs, so "$5 and $6" is not typeset as math.
+  model chose; breaks links whose destination is not ``http``, ``https``, ``mailto`` or a
+  relative URL, so no ``javascript:`` link can be clicked; escapes lone dollar signs, so "$5
+  and $6" is not typeset as math; and keeps the work of the frontend's parser bounded
+  (``limits``).
 * ``safe_split`` finds the end of the complete blocks of a growing Markdown text, so the live
   view can freeze them and re-send only the tail.
 
@@ -16,15 +19,31 @@ from functools import lru_cache
 
 from markdown_it import MarkdownIt
 
-__all__ = ["closes_fence", "frontend_markdown", "opens_fence", "renders_raw_html", "safe_split"]
+from .limits import PLAIN_NOTE, cap_line, cap_nesting, closes_fence, opens_fence, too_much_markup
 
-_FENCE = re.compile(r"^[ \t>]*(`{3,}|~{3,})")
-_SPECIAL = re.compile(r"[\\`$<!]")
-_AUTOLINK = re.compile(r"<(?:[A-Za-z][A-Za-z0-9+.\-]{1,31}:[^\s<>]*|[\w.+\-]+@[\w\-]+(?:\.[\w\-]+)+)>")
+__all__ = [
+    "closes_fence",
+    "frontend_markdown",
+    "opens_fence",
+    "plain_markdown",
+    "renders_raw_html",
+    "renders_unsafe_link",
+    "safe_split",
+    "unsafe_url",
+]
+
+_SPECIAL = re.compile(r"[\\`$<!\]]")
+# Autolinks are kept for the schemes a link may have; ``<javascript:...>`` is escaped as a tag.
+_AUTOLINK = re.compile(r"<(?:(?:https?|mailto):[^\s<>]*|[\w.+\-]+@[\w\-]+(?:\.[\w\-]+)+)>", re.IGNORECASE)
 _OPENER = re.compile(r"<(?=[A-Za-z/!?])")
-_RISKY = re.compile(r"<[A-Za-z/!?]|!\[")
+_RISKY = re.compile(r"<[A-Za-z/!?]|!\[|\][(:]")
 _ESCAPABLE = frozenset("!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~")
 _LONE_DOLLAR = re.compile(r"(?<![$\\])\\?\$(?!\$)")
+_LINK_SCHEME = re.compile(r"(?:https?|mailto):", re.IGNORECASE)
+_URL_HEAD = re.compile(r"[^\s)>/?#]*")
+_NOT_A_PATH = re.compile(r"[:&\\%\x00-\x1f\x7f]")
+_SCHEME = re.compile(r"^\s*([a-zA-Z][a-zA-Z0-9+.\-]*):")
+SAFE_SCHEMES = frozenset({"http", "https", "mailto"})
 
 DOLLAR = "\\\\$"
 """A lone ``$`` as Markdown for JupyterLab: ``\\\\$``. Its Markdown parser turns it into the text
@@ -50,112 +69,170 @@ def _closing_run(line: str, start: int, char: str, length: int) -> int:
     return -1
 
 
+def unsafe_url(url: str) -> bool:
+    """Whether ``url`` (as a parser hands it to the renderer) has a scheme other than ``http``,
+    ``https`` or ``mailto``: ``javascript:``, ``data:``, ``file:``, ``vbscript:`` ..."""
+    match = _SCHEME.match(url)
+    return match is not None and match.group(1).lower() not in SAFE_SCHEMES
+
+
+def unsafe_destination(line: str, start: int) -> bool:
+    """Whether the link destination that starts at ``line[start:]`` (after ``](`` or ``]:``)
+    may be anything but an ``http``/``https``/``mailto`` URL or a plain relative path.
+
+    Judged on the raw text, before any parser's unescaping: a scheme, an entity (``&#115;``), a
+    backslash escape or a percent sign in the part before the first ``/``, ``?`` or ``#`` makes
+    it unsafe, and so does a destination on the next line (only spaces left on this one)."""
+    rest = line[start:].lstrip(" \t")
+    if rest.startswith("<"):
+        rest = rest[1:].lstrip(" \t")
+    if not rest.strip():
+        return True
+    if _LINK_SCHEME.match(rest):
+        return False
+    head = _URL_HEAD.match(rest)
+    return head is not None and _NOT_A_PATH.search(head.group()) is not None
+
+
+def _code_run(line: str, j: int, char: str) -> tuple[str, int, bool]:
+    """A run of backticks or dollars at ``j``: the Markdown to emit, where to go on, and whether
+    a code span kept something a parser could read as HTML, an image or a link."""
+    run = _run_length(line, j, char)
+    close = _closing_run(line, j + run, char, run)
+    if close == -1:
+        return char * run, j + run, False
+    end = close + run
+    if char == "`":
+        return line[j:end], end, _RISKY.search(line, j, end) is not None
+    # math: no HTML parser sees it, but a plain-Markdown one would
+    return _OPENER.sub(r"\\lt ", line[j:end]).replace("![", "&#33;["), end, False
+
+
+def _escape_char(line: str, j: int) -> tuple[str, int]:
+    """The Markdown to emit for the special character at ``j`` (not a code run), and where to
+    go on."""
+    char, nxt = line[j], line[j + 1 : j + 2]
+    if char == "\\":
+        if nxt == "$":  # the model's literal dollar: keep it literal through MathJax too
+            return DOLLAR, j + 2
+        end = j + 2 if nxt and nxt in _ESCAPABLE else j + 1
+        return line[j:end], end
+    if char == "$":
+        return DOLLAR, j + 1
+    if char == "<":
+        link = _AUTOLINK.match(line, j)
+        if link is not None:
+            return link.group(), link.end()
+        return ("&lt;" if nxt and (nxt.isalpha() or nxt in "/!?") else "<"), j + 1
+    if char == "]":
+        if nxt in ("(", ":") and unsafe_destination(line, j + 2):
+            return f"]\\{nxt}", j + 2  # "]\\(" is no link: the text shows as written
+        return "]", j + 1
+    return ("&#33;" if nxt == "[" else "!"), j + 1
+
+
 def _escape_line(line: str) -> tuple[str, bool]:
-    """Disarm tag openers and image markers outside code spans; keep backslash escapes and
-    autolinks. Returns the line and whether a code span kept a ``<tag`` or ``![`` (then the
-    caller checks the result with a real parser). Jumps between special characters with a
-    regex, so plain prose costs one C-level scan."""
+    """Disarm tag openers, image markers and unsafe link destinations outside code spans; keep
+    backslash escapes and safe autolinks. Returns the line and whether a code span kept a
+    ``<tag``, ``![`` or ``](`` (then the caller checks the result with a real parser). Jumps
+    between special characters with a regex, so plain prose costs one C-level scan."""
     out: list[str] = []
     risky = False
-    i, n = 0, len(line)
+    i = 0
     while (match := _SPECIAL.search(line, i)) is not None:
         j = match.start()
         out.append(line[i:j])
-        char, nxt = line[j], line[j + 1 : j + 2]
-        i = j + 1
-        if char == "\\":
-            if nxt == "$":  # the model's literal dollar: keep it literal through MathJax too
-                i += 1
-                out.append(DOLLAR)
-                continue
-            if nxt and nxt in _ESCAPABLE:
-                i += 1
-            out.append(line[j:i])
-        elif char == "$" and _run_length(line, j, char) == 1:
-            out.append(DOLLAR)
-        elif char in "`$":
-            run = _run_length(line, j, char)
-            close = _closing_run(line, j + run, char, run)
-            i = j + run
-            if close == -1:
-                out.append(char * run)
-            elif char == "`":
-                i = close + run
-                out.append(line[j:i])
-                risky = risky or _RISKY.search(line, j, i) is not None
-            else:  # math: no HTML parser sees it, but a plain-Markdown one would
-                i = close + run
-                out.append(_OPENER.sub(r"\\lt ", line[j:i]).replace("![", "&#33;["))
-        elif char == "<":
-            link = _AUTOLINK.match(line, j)
-            if link is not None:
-                i = link.end()
-                out.append(link.group())
-            else:
-                out.append("&lt;" if nxt and (nxt.isalpha() or nxt in "/!?") else "<")
-        else:  # "!"
-            out.append("&#33;" if nxt == "[" else "!")
-    out.append(line[i:n])
+        char = line[j]
+        if char == "`" or (char == "$" and _run_length(line, j, char) > 1):
+            emitted, i, kept = _code_run(line, j, char)
+            risky = risky or kept
+        else:
+            emitted, i = _escape_char(line, j)
+        out.append(emitted)
+    out.append(line[i:])
     return "".join(out), risky
-
-
-def opens_fence(line: str) -> str:
-    match = _FENCE.match(line)
-    if match is None:
-        return ""
-    run = match.group(1)
-    # CommonMark: a backtick fence's info string has no backticks (else it is a code span).
-    return "" if run[0] == "`" and "`" in line[match.end() :] else run
-
-
-def closes_fence(line: str, fence: str) -> bool:
-    match = _FENCE.match(line)
-    if match is None:
-        return False
-    run = match.group(1)
-    return run[0] == fence[0] and len(run) >= len(fence) and not line[match.end() :].strip()
 
 
 @lru_cache(maxsize=1)
 def _checkers() -> tuple[MarkdownIt, ...]:
     # Frontends differ in block syntax (JupyterLab's parser has GFM tables, plain CommonMark
     # has none), and a table changes where a multi-line code span ends: text that is code to
-    # one parser can be raw HTML to the other. So both must agree that nothing is raw.
-    return (
+    # one parser can be raw HTML to the other. So both must agree that nothing is raw. Every
+    # link is let through (markdown-it would drop a javascript: link), so it can be checked.
+    parsers = (
         MarkdownIt("commonmark", {"html": True}).enable(["table", "strikethrough"]),
         MarkdownIt("commonmark", {"html": True}),
     )
+    for parser in parsers:
+        parser.validateLink = lambda url: True  # type: ignore[method-assign]
+    return parsers
+
+
+def _finds(markdown: str, html: bool, links: bool) -> bool:
+    for parser in _checkers():
+        for token in parser.parse(markdown):
+            if html and token.type == "html_block":
+                return True
+            for child in token.children or ():
+                if html and child.type in ("html_inline", "image"):
+                    return True
+                if links and child.type == "link_open" and unsafe_url(str(child.attrGet("href") or "")):
+                    return True
+    return False
 
 
 def renders_raw_html(markdown: str) -> bool:
     """Whether a CommonMark parser with raw HTML on (with or without GFM tables) finds an HTML
     tag or an image in ``markdown``."""
-    for parser in _checkers():
-        for token in parser.parse(markdown):
-            if token.type == "html_block":
-                return True
-            if any(child.type in ("html_inline", "image") for child in token.children or ()):
-                return True
-    return False
+    return _finds(markdown, html=True, links=False)
+
+
+def renders_unsafe_link(markdown: str) -> bool:
+    """Whether such a parser finds a link whose URL is not ``http``, ``https``, ``mailto`` or
+    relative (``unsafe_url``)."""
+    return _finds(markdown, html=False, links=True)
+
+
+def plain_markdown(text: str) -> str:
+    """``text`` as a fenced code block (longer than any backtick run in it), after an italic
+    ``PLAIN_NOTE``: what a frontend shows for text with ``too_much_markup``."""
+    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
+    fence = "`" * max(3, longest + 1)
+    return f"*{PLAIN_NOTE}*\n\n{fence}text\n{text}\n{fence}\n"
+
+
+def _escape_everywhere(text: str) -> str:
+    """Every tag opener, image marker and link destination disarmed, inside code too."""
+    disarmed = _OPENER.sub("&lt;", text).replace("![", "&#33;[").replace("](", "]\\(").replace("]:", "]\\:")
+    return _LONE_DOLLAR.sub(lambda _m: DOLLAR, disarmed)
 
 
 def frontend_markdown(text: str) -> str:
-    """Markdown for a frontend renderer (JupyterLab, VS Code) with raw HTML and images disarmed.
+    """Markdown for a frontend renderer (JupyterLab, VS Code) with raw HTML, images and unsafe
+    links disarmed, and the parser's work bounded.
 
     Frontends sanitise HTML in Markdown but still render tags such as ``<img src=...>``, and
     Markdown images load any URL: either lets a prompt-injected answer make the browser fetch
     an address of the attacker's choosing. Outside fenced code and code spans, ``<tag`` becomes
     ``&lt;tag`` and ``![`` becomes ``&#33;[`` (so an image reads as a link); inside ``$$math$$``,
-    ``<x`` becomes ``\\lt x``. A lone ``$`` (or the model's ``\\$``) becomes ``DOLLAR``, so money
+    ``<x`` becomes ``\\lt x``. A link or reference definition whose destination is not safe
+    (``unsafe_destination``) gets ``]\\(`` / ``]\\:``, which no parser reads as a link: JupyterLab
+    renders the live view's Markdown without its HTML sanitiser, so a ``javascript:`` link
+    would run when clicked. A lone ``$`` (or the model's ``\\$``) becomes ``DOLLAR``, so money
     and ``$`expr``` references read as written; ``$$...$$`` is left to the frontend's MathJax.
-    Text without such characters is returned unchanged.
+    A line nesting more than ``limits.MAX_NESTING`` quotes or lists is cut there, and a text
+    with ``too_much_markup`` is sent as a code block (``plain_markdown``). Other text is
+    returned unchanged.
 
-    The result never contains a tag opener outside code. When code that this line-based scan
-    recognised kept one, the result is parsed with markdown-it; if that parser disagrees about
-    where code is, every opener is escaped, inside code too (correct, if less pretty).
+    The result never contains a tag opener or an unsafe link outside code. When code that this
+    line-based scan recognised kept one, the result is parsed with markdown-it; if that parser
+    disagrees about where code is, every opener and link is disarmed, inside code too
+    (correct, if less pretty).
     """
-    if "<" not in text and "![" not in text and "$" not in text:
-        return text
+    if too_much_markup(text):
+        return plain_markdown(text)
+    if "<" not in text and "![" not in text and "$" not in text and "]" not in text:
+        return cap_nesting(text)
     out: list[str] = []
     fence = ""
     risky = False
@@ -170,12 +247,12 @@ def frontend_markdown(text: str) -> str:
             risky = risky or _RISKY.search(line) is not None
             out.append(line)
         else:
-            escaped, line_risky = _escape_line(line)
+            escaped, line_risky = _escape_line(cap_line(line))
             risky = risky or line_risky
             out.append(escaped)
     result = "".join(out)
-    if risky and renders_raw_html(result):
-        return _LONE_DOLLAR.sub(lambda _m: DOLLAR, _OPENER.sub("&lt;", text).replace("![", "&#33;["))
+    if risky and (renders_raw_html(result) or renders_unsafe_link(result)):
+        return _escape_everywhere(cap_nesting(text))
     return result
 
 

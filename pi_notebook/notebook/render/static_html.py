@@ -4,7 +4,9 @@ GitHub, nbviewer or VS Code without widget JavaScript.
 Inline styles only (sanitisers drop ``<style>`` blocks); assistant Markdown is rendered here
 with markdown-it-py with raw HTML off, links restricted to safe schemes and images turned into
 links, so that opening a notebook never fetches a URL the model chose; every model and tool
-string is escaped. The live widgets reuse the pieces (``pre_html``, ``tool_head_html``, ...).
+string is escaped. Markdown with ``limits.too_much_markup`` is shown as escaped plain text, and
+long words wrap inside the view, so no answer makes the page wider than its column. The live
+widgets reuse the pieces (``pre_html``, ``tool_head_html``, ...).
 Pure: no widget or IPython imports.
 """
 
@@ -12,6 +14,7 @@ from __future__ import annotations
 
 import html
 import re
+from collections.abc import Callable
 from functools import lru_cache
 
 from markdown_it import MarkdownIt
@@ -22,6 +25,8 @@ from markdown_it.token import Token
 from markdown_it.utils import EnvType, OptionsDict
 
 from ..view import Footer, TextBlock, ThinkingBlock, ToolCard, UserItem, ViewState
+from .limits import PLAIN_NOTE, cap_nesting, too_much_markup
+from .markdown import unsafe_url
 from .text import (
     clip,
     end_text,
@@ -33,16 +38,50 @@ from .text import (
     user_label,
 )
 
-SAFE_SCHEMES = frozenset({"http", "https", "mailto"})
+# --- long words ------------------------------------------------------------------------------
+
+WRAP = 80
+"""Longest run of non-space characters emitted without a break opportunity (``<wbr>``).
+
+A browser lays out a very long word slowly when it may break it anywhere: with
+``overflow-wrap:break-word``, Chromium took seconds for a 50,000-character word. With a
+``<wbr>`` every ``WRAP`` characters the line breaks there, at the cost of an ordinary line."""
+
+_LONG_RUN = re.compile(rf"\S{{{WRAP + 1},}}")
+_MATH_SPAN = re.compile(r"\$\$[^$]{1,2000}\$\$")
+
+
+def breakable(text: str, escape: Callable[[str], str] = html.escape, *, keep_math: bool = False) -> str:
+    """``escape(text)`` with ``<wbr>`` every ``WRAP`` characters of a longer word; with
+    ``keep_math``, ``$$...$$`` spans (up to 2,000 characters) are left whole for MathJax."""
+    if len(text) <= WRAP or _LONG_RUN.search(text) is None:
+        return escape(text)
+    out: list[str] = []
+    pos = 0
+    for match in _LONG_RUN.finditer(text):
+        out.append(escape(text[pos : match.start()]))
+        out.append(_break_run(match.group(), escape, keep_math))
+        pos = match.end()
+    out.append(escape(text[pos:]))
+    return "".join(out)
+
+
+def _break_run(run: str, escape: Callable[[str], str], keep_math: bool) -> str:
+    pieces: list[str] = []
+    pos = 0
+    for math in _MATH_SPAN.finditer(run) if keep_math else ():
+        pieces += [escape(run[i : i + WRAP]) for i in range(pos, math.start(), WRAP)]
+        pieces.append(escape(math.group()))
+        pos = math.end()
+    pieces += [escape(run[i : i + WRAP]) for i in range(pos, len(run), WRAP)]
+    return "<wbr>".join(pieces)
+
 
 # --- Markdown, server side ---------------------------------------------------------------------
 
-_SCHEME = re.compile(r"^\s*([a-zA-Z][a-zA-Z0-9+.\-]*):")
-
 
 def _safe_link(url: str) -> bool:
-    match = _SCHEME.match(url)
-    return match is None or match.group(1).lower() in SAFE_SCHEMES
+    return not unsafe_url(url)
 
 
 def _render_image_as_link(
@@ -51,7 +90,7 @@ def _render_image_as_link(
     token = tokens[idx]
     src = str(token.attrGet("src") or "")
     label = str(renderer.renderInlineAsText(token.children or [], options, env)) or src
-    return f'<a href="{html.escape(src)}" rel="noopener noreferrer nofollow">{html.escape(label)}</a>'
+    return f'<a href="{html.escape(src)}" rel="noopener noreferrer nofollow">{breakable(label)}</a>'
 
 
 def _render_link_open(
@@ -67,7 +106,8 @@ _CODE_BOX = (
 )
 # Inline styles for Markdown blocks, so a saved notebook reads well where no stylesheet applies.
 _TOKEN_STYLE = {
-    "table_open": "border-collapse:collapse;margin:4px 0;",
+    # A wide table scrolls inside the view instead of widening the page.
+    "table_open": "border-collapse:collapse;margin:4px 0;display:block;max-width:100%;overflow-x:auto;",
     "th_open": "border:1px solid rgba(127,127,127,.4);padding:2px 8px;",
     "td_open": "border:1px solid rgba(127,127,127,.4);padding:2px 8px;",
     "blockquote_open": "border-left:3px solid rgba(127,127,127,.4);margin:4px 0;padding:0 10px;opacity:.85;",
@@ -110,8 +150,15 @@ def _render_text(
     renderer: RendererHTML, tokens: list[Token], idx: int, options: OptionsDict, env: EnvType
 ) -> str:
     """Text with each lone ``$`` in a span MathJax skips; ``$$...$$`` stays for MathJax."""
-    escaped = escapeHtml(tokens[idx].content)
+    escaped = breakable(tokens[idx].content, escapeHtml, keep_math=True)
     return _LONE_DOLLAR.sub(_KEPT_DOLLAR, escaped) if "$" in escaped else escaped
+
+
+def _render_code_inline(
+    renderer: RendererHTML, tokens: list[Token], idx: int, options: OptionsDict, env: EnvType
+) -> str:
+    token = tokens[idx]
+    return f"<code{renderer.renderAttrs(token)}>{breakable(token.content, escapeHtml)}</code>"
 
 
 @lru_cache(maxsize=1)
@@ -121,25 +168,37 @@ def _markdown() -> MarkdownIt:
     md.add_render_rule("text", _render_text)
     md.add_render_rule("image", _render_image_as_link)
     md.add_render_rule("link_open", _render_link_open)
+    md.add_render_rule("code_inline", _render_code_inline)
     md.add_render_rule("fence", _render_code_block)
     md.add_render_rule("code_block", _render_code_block)
     md.core.ruler.push("pi_styles", _style_tokens)
     return md
 
 
+_PLAIN_STYLE = "white-space:pre-wrap;margin:4px 0;"
+_NOTE_STYLE = "font-size:12px;opacity:.7;font-style:italic;"
+
+
 def render_markdown(text: str) -> str:
-    """Markdown to HTML with raw HTML escaped, unsafe link schemes left as text, images as links."""
-    return str(_markdown().render(text))
+    """Markdown to HTML with raw HTML escaped, unsafe link schemes left as text, images as links;
+    text with ``too_much_markup`` as escaped plain text (MathJax skips it) after ``PLAIN_NOTE``."""
+    if too_much_markup(text):
+        note = f'<div class="pi-plain-note" style="{_NOTE_STYLE}">{PLAIN_NOTE}</div>'
+        body = f'<div class="pi-plain {NO_MATH}" style="{_PLAIN_STYLE}">{breakable(text)}</div>'
+        return note + body
+    return str(_markdown().render(cap_nesting(text)))
 
 
 # --- HTML ------------------------------------------------------------------------------------
 
 _MONO = "font-family:var(--jp-code-font-family,ui-monospace,SFMono-Regular,Menlo,monospace);"
 STYLE = {
+    # A long word wraps (at the <wbr> of ``breakable``) instead of widening the page.
     "pi-view": "font-family:var(--jp-ui-font-family,system-ui,-apple-system,'Segoe UI',sans-serif);"
-    "font-size:13px;line-height:1.5;border-left:3px solid #8b7cf6;padding:2px 0 2px 10px;margin:4px 0;",
+    "font-size:13px;line-height:1.5;border-left:3px solid #8b7cf6;padding:2px 0 2px 10px;margin:4px 0;"
+    "overflow-wrap:break-word;",
     "pi-prompt": "white-space:pre-wrap;font-weight:600;opacity:.85;margin:2px 0 6px;",
-    "pi-text": "margin:4px 0;",
+    "pi-text": "margin:4px 0;overflow-x:auto;",
     "pi-thinking": "opacity:.75;margin:4px 0;",
     "pi-summary": "cursor:pointer;font-style:italic;",
     "pi-tool": "border:1px solid rgba(127,127,127,.35);border-radius:6px;padding:4px 8px;margin:6px 0;",
@@ -172,7 +231,7 @@ def _div(cls: str, body: str, tag: str = "div", extra: str = "", *, math: bool =
 
 def pre_html(text: str, cls: str, accent: str = "") -> str:
     edge = f"border-left:3px solid {accent};" if accent else ""
-    return f'<pre class="pi-pre {cls}" style="{STYLE["pi-pre"]}{edge}">{html.escape(text)}</pre>'
+    return f'<pre class="pi-pre {cls}" style="{STYLE["pi-pre"]}{edge}">{breakable(text)}</pre>'
 
 
 def result_html(card: ToolCard) -> str:
@@ -181,12 +240,12 @@ def result_html(card: ToolCard) -> str:
 
 
 def progress_html(text: str) -> str:
-    return _div("pi-progress", html.escape(text))
+    return _div("pi-progress", breakable(text))
 
 
 def tool_head_html(card: ToolCard) -> str:
     color = STATUS_COLOR.get(card.status, "#757575")
-    name = html.escape(card.name or "tool")
+    name = breakable(card.name or "tool")
     status = html.escape(status_label(card))
     return _div(
         "pi-tool-head",
@@ -222,20 +281,20 @@ def thinking_html(block: ThinkingBlock) -> str:
 
 
 def footer_html(footer: Footer, activity: str = "") -> str:
-    return _div("pi-footer", html.escape(footer_text(footer, activity)))
+    return _div("pi-footer", breakable(footer_text(footer, activity)))
 
 
 def prompt_html(prompt: str) -> str:
-    return _div("pi-prompt", "› " + html.escape(prompt)) if prompt else ""
+    return _div("pi-prompt", "› " + breakable(prompt)) if prompt else ""
 
 
 def user_html(item: UserItem) -> str:
-    return _div("pi-user", f"↳ {user_label(item)}: " + html.escape(item.text))
+    return _div("pi-user", f"↳ {user_label(item)}: " + breakable(item.text))
 
 
 def line_html(cls: str, text: str) -> str:
     """A one-line section (``pi-queued``, ``pi-error``, ``pi-notice``), empty when ``text`` is."""
-    return _div(cls, html.escape(text)) if text else ""
+    return _div(cls, breakable(text)) if text else ""
 
 
 def render_html(state: ViewState) -> str:
