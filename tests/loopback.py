@@ -8,7 +8,9 @@ mid-stream without the terminating chunk). A reply with ``hang_up`` closes the c
 right after reading the request, before any response byte (what a server does to a kept-alive
 connection it has just timed out); ``head_delay`` waits before the status line.
 
-Used from tests as the ``loopback`` fixture (see ``conftest.py``) or standalone in ``bench/``.
+Used from tests as the ``loopback`` fixture (see ``conftest.py``), on a thread of its own
+(``loopback_thread``: for a shell's cells, which run their own loop, or a kernel in another
+process) or standalone in ``bench/``.
 """
 
 from __future__ import annotations
@@ -16,7 +18,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-from collections.abc import Iterable
+import threading
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -77,6 +80,7 @@ class LoopbackServer:
         self.port = 0
         self.default: Reply | None = None
         self._writers: set[asyncio.StreamWriter] = set()
+        self._handlers: set[asyncio.Task[None]] = set()
 
     @property
     def url(self) -> str:
@@ -104,6 +108,8 @@ class LoopbackServer:
     async def stop(self) -> None:
         for writer in list(self._writers):
             writer.close()
+        for handler in list(self._handlers):
+            handler.cancel()  # one still pausing (``head_delay``, ``Delay``) would outlive the loop
         if self._server is not None:
             self._server.close()
             with contextlib.suppress(Exception):
@@ -130,6 +136,10 @@ class LoopbackServer:
 
     async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         self._writers.add(writer)
+        task = asyncio.current_task()
+        if task is not None:
+            self._handlers.add(task)
+            task.add_done_callback(self._handlers.discard)
         try:
             while True:
                 try:
@@ -175,3 +185,21 @@ class LoopbackServer:
         writer.write(b"0\r\n\r\n")
         await writer.drain()
         return True
+
+
+@contextlib.contextmanager
+def loopback_thread() -> Iterator[LoopbackServer]:
+    """A started ``LoopbackServer`` on its own thread and event loop, stopped on exit; queue
+    replies from the test's thread as usual."""
+    loop = asyncio.new_event_loop()
+    thread = threading.Thread(target=loop.run_forever, name="loopback", daemon=True)
+    thread.start()
+    server = LoopbackServer()
+    asyncio.run_coroutine_threadsafe(server.start(), loop).result(5)
+    try:
+        yield server
+    finally:
+        asyncio.run_coroutine_threadsafe(server.stop(), loop).result(5)
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(5)
+        loop.close()

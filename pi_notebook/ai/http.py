@@ -39,8 +39,13 @@ TIMED_OUT = "Request timed out"
 
 
 def request_timeout(options: StreamOptions) -> httpx.Timeout:
-    """The httpx timeouts of a request: ``timeout_ms`` for each phase, else ``DEFAULT_TIMEOUT``."""
-    return httpx.Timeout(options.timeout_ms / 1000.0) if options.timeout_ms else DEFAULT_TIMEOUT
+    """The httpx timeouts of a request: ``timeout_ms`` for each phase (connecting at most
+    ``DEFAULT_TIMEOUT.connect``, as undici's 10 s connect timeout bounds Pi's), else
+    ``DEFAULT_TIMEOUT``."""
+    if not options.timeout_ms:
+        return DEFAULT_TIMEOUT
+    seconds = options.timeout_ms / 1000.0
+    return httpx.Timeout(seconds, connect=min(seconds, DEFAULT_TIMEOUT.connect or seconds))
 
 
 # Per kind of timeout: the httpx.Timeout field that bounds it and what did not happen in time.

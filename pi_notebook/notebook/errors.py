@@ -3,7 +3,8 @@ cell ends with after its output is drawn.
 
 * ``explain_error``: a connection failure names the address it tried and, for a local server
   (``llama.cpp:``, ``ollama:``, ``lmstudio:``, ``vllm:``), the variable that sets it. The
-  cause (its exception type and text) is kept. A local server that could not parse the
+  cause (its exception type and text) is kept. A timeout names the address and how long it
+  waited, and says how to wait longer (``--timeout``). A local server that could not parse the
   model's tool call says so and what to try.
 * ``RunFailed``: a run that ended in an error raises after rendering when ``raise_on_error`` is
   on (by default in headless runs), so nbconvert, papermill and CI fail instead of exiting 0.
@@ -16,6 +17,7 @@ shown as their message only.
 
 from __future__ import annotations
 
+from ..ai.http import TIMED_OUT
 from ..ai.models import LOCAL_SERVERS
 from ..ai.types import Model
 
@@ -40,15 +42,31 @@ def explain_error(message: str | None, model: Model) -> str | None:
             f"{message.rstrip('.')}: the server could not parse the model's tool call. "
             "Run the cell again, pass --tools none, or use a model that calls tools reliably."
         )
+    where = model.base_url or f"the {model.provider} API"
+    if message and message.startswith(TIMED_OUT):
+        return _explain_timeout(message, model, where)
     if not message or not message.startswith(_CONNECTION):
         return None
     cause = message[len(_CONNECTION) :].lstrip(":. ").strip() or "no answer"
-    where = model.base_url or f"the {model.provider} API"
     text = f"Cannot connect to {where} ({cause})."
     server = LOCAL_SERVERS.get(model.provider)
     if server is not None:
         return f"{text} Is the {server.label} server running? Set {server.env_var} to its address."
     return f"{text} Check the network connection and any proxy settings (HTTPS_PROXY)."
+
+
+def _explain_timeout(message: str, model: Model, where: str) -> str:
+    """``Request timed out: no answer from the server in 30 s (ReadTimeout)`` as one line that
+    names the address and says what to do."""
+    cause = message[len(TIMED_OUT) :].lstrip(":. ").strip().replace("the server", where, 1)
+    text = f"{cause[:1].upper()}{cause[1:]}." if cause else f"{TIMED_OUT} ({where})."
+    server = LOCAL_SERVERS.get(model.provider)
+    busy = (
+        f"Is the {server.label} server still loading the model, or busy with a long prompt?"
+        if server is not None
+        else "The server is overloaded or stuck."
+    )
+    return f"{text} {busy} Run the cell again, or allow longer with %%pi --timeout SECONDS (0: no limit)."
 
 
 class RunInterrupted(KeyboardInterrupt):

@@ -5,10 +5,8 @@ errors that say what to do, headless failures that fail the notebook, ``--temper
 
 from __future__ import annotations
 
-import asyncio
 import socket
 import sys
-import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -19,7 +17,7 @@ from IPython.core.error import UsageError
 sys.path.insert(0, str(Path(__file__).parent))
 
 from kernel_ipshell import ip_fixture, outputs, run  # noqa: F401
-from loopback import DROP, LoopbackServer, json_reply, sse
+from loopback import DROP, LoopbackServer, json_reply, loopback_thread, sse
 
 from pi_notebook.ai.faux import FauxRegistration, faux_assistant_message
 from pi_notebook.ai.local_probe import clear_probe_cache
@@ -95,18 +93,8 @@ def test_an_ignored_thinking_level_is_said_once(ip: Any, faux: FauxRegistration)
 @pytest.fixture
 def server() -> Iterator[LoopbackServer]:
     """A loopback HTTP server on its own thread and loop, since a cell runs on the shell's loop."""
-    loop = asyncio.new_event_loop()
-    thread = threading.Thread(target=loop.run_forever, name="loopback", daemon=True)
-    thread.start()
-    srv = LoopbackServer()
-    asyncio.run_coroutine_threadsafe(srv.start(), loop).result(5)
-    try:
+    with loopback_thread() as srv:
         yield srv
-    finally:
-        asyncio.run_coroutine_threadsafe(srv.stop(), loop).result(5)
-        loop.call_soon_threadsafe(loop.stop)
-        thread.join(5)
-        loop.close()
 
 
 @pytest.fixture
