@@ -36,6 +36,27 @@ def tool_use(name, args, call_id):
 """
 
 
+LOOPBACK_SHORT = {"openai-completions": "cc", "anthropic-messages": "an"}
+"""The wire APIs a kernel can reach the loopback server with, and their short names."""
+
+
+def loopback_models(url: str, refused: str) -> str:
+    """Kernel code registering, per API of ``LOOPBACK_SHORT``, the model ``loop-<short>:<id>``
+    served by the loopback server at ``url`` and ``loop-<short>-refused:<id>`` at ``refused``
+    (where nothing listens), each with a test key; ``tests/`` joins the kernel's path."""
+    return f"""\
+import os, sys
+sys.path[:0] = [{str(Path(__file__).parent.parent)!r}]
+from faults.wire import WIRES
+from pi_notebook.ai.models import register_models
+for api, short in {LOOPBACK_SHORT!r}.items():
+    for suffix, base in (("", {url!r}), ("-refused", {refused!r})):
+        provider = f"loop-{{short}}{{suffix}}"
+        register_models([WIRES[api].model(base).model_copy(update={{"provider": provider}})])
+        os.environ[provider.upper().replace("-", "_") + "_API_KEY"] = "test-key"
+"""
+
+
 def write_kernelspec(root: Path, python: str | None = None) -> Path:
     """A kernelspec running ``python`` (default: this venv's interpreter)."""
     spec_dir = root / "kernels" / KERNEL_NAME

@@ -23,6 +23,8 @@ from __future__ import annotations
 
 import re
 import sys
+import threading
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,31 +35,22 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent))
 
 from faults.wire import WIRES, closed_port_url, fault_reply
-from kernel_driver import Kernel, Watch
+from kernel_driver import LOOPBACK_SHORT, Kernel, Watch, loopback_models
 from loopback import Delay, LoopbackServer, Reply, loopback_thread
 
 from pi_notebook.notebook.errors import INTERRUPTED
 
 pytestmark = pytest.mark.kernel
 
-TESTS = Path(__file__).parent.parent
-SHORT = {"openai-completions": "cc", "anthropic-messages": "an"}
+SHORT = LOOPBACK_SHORT
 RUN_BOUND_S = 30.0  # a cell still running after this hangs
 SILENT_S = 60.0  # how long a silent server or a hung tool holds out: past RUN_BOUND_S, so a run
 # that waits for it instead of ending by its timeout, Stop or interrupt fails the test
 
 KERNEL_SETUP = """\
-import sys, os, asyncio
-sys.path[:0] = [{tests!r}]
-from faults.wire import WIRES
+import asyncio
 from faults.invariants import check_replays, check_tool_results
 from pi_notebook.agent import tool
-from pi_notebook.ai.models import register_models
-for api, short in {short!r}.items():
-    for suffix, url in (("", {url!r}), ("-refused", {refused!r})):
-        provider = f"loop-{{short}}{{suffix}}"
-        register_models([WIRES[api].model(url).model_copy(update={{"provider": provider}})])
-        os.environ[provider.upper().replace("-", "_") + "_API_KEY"] = "test-key"
 mode = {{"lookup": "ok"}}
 
 @tool
@@ -100,7 +93,7 @@ class Case:
     stop: str = "error"
     reason: str = ""
     action: str = ""  # "interrupt" or "stop" once ``ready`` shows in the output
-    ready: str = ""
+    ready: str = ""  # empty: interrupt once the server holds the faulted request
     headless: bool = False
     lookup: str = "ok"
     refused: bool = False
@@ -208,6 +201,8 @@ CASES = [
     Case("stall", replies=stalled, options="--timeout 0.5", reason=STALLED),
     Case("tool_raises", replies=told_the_model, lookup="raise", stop="stop", result="the alpha store"),
     *(stopped(what, action) for what in ("stream", "tool") for action in ("interrupt", "stop")),
+    # no --timeout: only the interrupt ends it, and nothing else wakes the kernel's loop
+    Case("headless_interrupt", replies=silent, stop="aborted", action="interrupt", headless=True),
 ]
 MATRIX_SUMMARY = f"%%pi fault subset in a real kernel: {len(CASES)} cases"
 """Printed under the test summary (``tests/conftest.py``) when these tests ran."""
@@ -222,16 +217,29 @@ def server() -> Iterator[LoopbackServer]:
 @pytest.fixture(scope="module")
 def fk(kernel: Kernel, server: LoopbackServer) -> Kernel:
     """The module's kernel with the loopback models, the ``lookup`` tool and the checks."""
-    code = KERNEL_SETUP.format(
-        tests=str(TESTS), short=SHORT, url=server.url, refused=closed_port_url(), silent=SILENT_S
-    )
+    code = loopback_models(server.url, closed_port_url()) + KERNEL_SETUP.format(silent=SILENT_S)
     reply = kernel.run(code)
     assert reply["status"] == "ok", reply
     return kernel
 
 
+def interrupt_once_requested(k: Kernel, server: LoopbackServer, requests: int) -> threading.Thread:
+    """Interrupt the kernel once the server holds the run's ``requests``-th request: a headless
+    run shows nothing while it waits, so nothing in the output can say when."""
+
+    def wait_then_interrupt() -> None:
+        deadline = time.monotonic() + RUN_BOUND_S
+        while len(server.requests) < requests and time.monotonic() < deadline:
+            time.sleep(0.02)
+        k.interrupt()
+
+    thread = threading.Thread(target=wait_then_interrupt, daemon=True)
+    thread.start()
+    return thread
+
+
 def react_to(case: Case, k: Kernel) -> Callable[[Watch, dict[str, Any]], None] | None:
-    if not case.action:
+    if not case.action or not case.ready:
         return None
     done: list[bool] = []
 
@@ -280,6 +288,8 @@ def test_fault_in_a_pi_cell(case: Case, fk: Kernel, server: LoopbackServer) -> N
     assert k.run(f"prepare({case.lookup!r})")["status"] == "ok"
     server.queue(*case.replies(wire))
     cell = k.execute(f"%%pi --model {model} {case.options}\nLook up alpha.", allow_stdin=not case.headless)
+    if case.action and not case.ready:
+        interrupt_once_requested(k, server, len(case.replies(wire)))
     watch = Watch(k).until_replies([cell], react_to(case, k), timeout=RUN_BOUND_S)
     check_cell_end(case, watch.replies[cell][1], watch)
     shown = final_text(watch, case.headless)
