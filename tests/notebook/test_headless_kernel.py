@@ -27,7 +27,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 from faults.wire import WIRES
 from jupyter_client.kernelspec import KernelSpecManager
 from jupyter_client.manager import AsyncKernelManager
-from kernel_driver import KERNEL_NAME, SETUP, loopback_models, write_kernelspec
+from kernel_driver import APPROVAL_TOOLS, KERNEL_NAME, SETUP, loopback_models, write_kernelspec
 from loopback import Delay, LoopbackServer, Reply, loopback_thread
 
 from pi_notebook.notebook.errors import INTERRUPTED
@@ -69,50 +69,28 @@ def printed(cell: Any) -> list[str]:
 
 # --- approvals -----------------------------------------------------------------------------------
 
-TOOLS = '''
-from pi_notebook.agent import BeforeToolCallResult, tool
-from pi_notebook.notebook.approval import ask_approval
-wiped, peeked = [], []
-
-@tool(requires_approval=True)
-def wipe(path: str) -> str:
-    """Wipe a path."""
-    wiped.append(path)
-    return "wiped " + path
-
-@tool
-def peek(path: str) -> str:
-    """Look at a path."""
-    peeked.append(path)
-    return "peeked " + path
-
-async def confirm(ctx, signal):
-    if await ask_approval(ctx.tool_call, "peek touches " + ctx.tool_call.arguments["path"]):
-        return None
-    return BeforeToolCallResult(block=True, reason="The user did not approve.")
-
-agent = pi_notebook.current()
-agent.state.tools = [wipe, peek]
+SCRIPT = """
+agent.before_tool_call = None  # until the last run
 faux.set_responses([
     tool_use("wipe", {"path": "/a"}, "w1"), "Not wiped.",
     tool_use("wipe", {"path": "/b"}, "w2"), "Not wiped either.",
     tool_use("peek", {"path": "/c"}, "p1"), "Not allowed to peek.",
     tool_use("peek", {"path": "/d"}, "p2"), "The hook said no.",
 ])
-'''
+"""
 RESULTS = "print(*[m.content[0].text for m in agent.state.messages if m.role == 'toolResult'], sep='\\n')"
 
 
 def test_tools_that_need_approval_are_denied_at_once_with_a_reason(tmp_path: Path) -> None:
     sources = [
-        FAUX_SETUP + TOOLS,
+        FAUX_SETUP + APPROVAL_TOOLS + SCRIPT,
         "%%pi --model faux:faux-1 --tools none --approve ask\nwipe /a",  # asked for buttons
         "%%pi --tools none\nwipe /b",  # the default policy
         "%config PiMagics.approvals = {'peek': 'ask'}",
         "%%pi --tools none\npeek at /c",  # a per-tool policy of ask
         "%config PiMagics.approvals = {}\nagent.before_tool_call = confirm",
         "%%pi --tools none\npeek at /d",  # a hook that asks
-        f"print(wiped, peeked)\n{RESULTS}",
+        f"print(wiped)\n{RESULTS}",
     ]
     # every %%pi cell would wait for a click until nbclient's timeout if anything asked a human
     nb = execute(tmp_path, sources, timeout=CELL_TIMEOUT_S)
@@ -129,14 +107,14 @@ def test_tools_that_need_approval_are_denied_at_once_with_a_reason(tmp_path: Pat
         assert f"[tool] {tool} (denied)" in shown(cells[index])
         assert [o.output_type for o in cells[index].outputs] == ["display_data"]  # no error
     assert printed(cells[7]) == [
-        "[] []",  # nothing ran
+        "[]",  # nothing was wiped
         "Tool call denied: the approval policy in this headless run is 'deny'. The user can allow "
         "state-changing tools with `%%pi --approve auto`.",
         "Tool call denied: the approval policy in this headless run is 'deny'. The user can allow "
         "state-changing tools with `%%pi --approve auto`.",
         "Tool call denied: peek needs approval (c.PiMagics.approvals['peek'] is 'ask') and this run "
         "is headless.",
-        "The user did not approve.",
+        "The user said no.",
     ]
 
 
