@@ -268,7 +268,7 @@ class PiRun:
         context nears the window, and once with a retry of the turn on a context overflow."""
         agent = self.agent
         manager = self.state.sessions.get(self.options.name).manager
-        compactor = self.compactor = AutoCompactor(manager, agent, self.state.config)
+        compactor = self.compactor = AutoCompactor(manager, agent, self.state.config, self.options.timeout)
         await self._compaction(compactor, before_prompt=True)
         self.start_index = len(agent.state.messages)
         await self.retry.run(lambda: agent.prompt(self.message))
