@@ -54,10 +54,13 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
         for reports in terminalreporter.stats.values()
         for report in reports
     }
+    summaries: dict[str, str] = {}  # by file: a module may be imported under two names
     for module in list(sys.modules.values()):
         summary, path = getattr(module, "MATRIX_SUMMARY", None), getattr(module, "__file__", None)
         if isinstance(summary, str) and path and os.path.relpath(path, config.rootpath) in ran:
-            terminalreporter.write_line(summary)
+            summaries[os.path.realpath(path)] = summary
+    for summary in summaries.values():
+        terminalreporter.write_line(summary)
 
 
 @pytest.fixture
