@@ -14,6 +14,7 @@ import sys
 import tempfile
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -44,6 +45,22 @@ def pytest_unconfigure(config: pytest.Config) -> None:
             os.environ[key] = value
     for root in _created:
         shutil.rmtree(root, ignore_errors=True)
+
+
+def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
+    """One line per fault matrix whose tests ran: the ``MATRIX_SUMMARY`` of its test module."""
+    ran = {
+        getattr(report, "nodeid", "").split("::")[0]
+        for reports in terminalreporter.stats.values()
+        for report in reports
+    }
+    summaries: dict[str, str] = {}  # by file: a module may be imported under two names
+    for module in list(sys.modules.values()):
+        summary, path = getattr(module, "MATRIX_SUMMARY", None), getattr(module, "__file__", None)
+        if isinstance(summary, str) and path and os.path.relpath(path, config.rootpath) in ran:
+            summaries[os.path.realpath(path)] = summary
+    for summary in summaries.values():
+        terminalreporter.write_line(summary)
 
 
 @pytest.fixture

@@ -80,6 +80,7 @@ class LoopbackServer:
         self.port = 0
         self.default: Reply | None = None
         self._writers: set[asyncio.StreamWriter] = set()
+        self._handlers: set[asyncio.Task[None]] = set()
 
     @property
     def url(self) -> str:
@@ -107,6 +108,8 @@ class LoopbackServer:
     async def stop(self) -> None:
         for writer in list(self._writers):
             writer.close()
+        for handler in list(self._handlers):
+            handler.cancel()  # one still pausing (``head_delay``, ``Delay``) would outlive the loop
         if self._server is not None:
             self._server.close()
             with contextlib.suppress(Exception):
@@ -133,6 +136,10 @@ class LoopbackServer:
 
     async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         self._writers.add(writer)
+        task = asyncio.current_task()
+        if task is not None:
+            self._handlers.add(task)
+            task.add_done_callback(self._handlers.discard)
         try:
             while True:
                 try:

@@ -6,6 +6,10 @@
 * What a tool returns becomes an ``AgentToolResult`` (``AgentToolResult.of``): a result as is,
   a ``str`` as one text block, content blocks as the content, anything else as JSON text.
 * ``ToolBatch`` runs the tool calls of one assistant message (Pi's ``executeToolCalls*``).
+* A tool still running ``ABORT_GRACE_S`` after the run was aborted is cancelled (Pi waits for
+  it, however long): a tool that ignores its ``signal`` must not keep a Stop or an interrupt
+  from ending the run. Its result says so; a sync tool's thread cannot be stopped and finishes
+  in the background, its return value dropped.
 Imports ``pi_notebook.ai`` and the agent types only.
 """
 
@@ -76,6 +80,10 @@ def is_async_callable(fn: Any) -> bool:
     return inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(getattr(fn, "__call__", None))  # noqa: B004
 
 
+ABORT_GRACE_S = 1.0
+"""How long a running tool has, after an abort, to end by itself before it is cancelled."""
+
+
 async def call_tool_execute(
     tool: AgentTool,
     tool_call_id: str,
@@ -83,7 +91,42 @@ async def call_tool_execute(
     signal: AbortSignal | None,
     on_update: AgentToolUpdateCallback,
 ) -> AgentToolResult:
-    """Await an async ``execute``; run a sync one in a worker thread. Exceptions propagate."""
+    """Await an async ``execute``; run a sync one in a worker thread. Exceptions propagate; a
+    tool still running ``ABORT_GRACE_S`` after ``signal`` fired is cancelled and raises."""
+    work = _execute(tool, tool_call_id, args, signal, on_update)
+    if signal is None:
+        return await work
+    task = asyncio.ensure_future(work)
+    loop = asyncio.get_running_loop()
+    timers: list[asyncio.TimerHandle] = []
+    remove = signal.add_listener(lambda: timers.append(loop.call_later(ABORT_GRACE_S, task.cancel)))
+    try:
+        return await task
+    except asyncio.CancelledError:
+        if not timers or not task.cancelled() or _current_task_cancelling():
+            raise  # the caller was cancelled (a hard stop), not just the tool
+        raise RuntimeError(
+            f"{OPERATION_ABORTED}: {tool.name} did not stop within {ABORT_GRACE_S:g} s of the abort "
+            "and was cancelled."
+        ) from None
+    finally:
+        remove()
+        for timer in timers:
+            timer.cancel()
+
+
+def _current_task_cancelling() -> bool:
+    task = asyncio.current_task()
+    return task is not None and task.cancelling() > 0
+
+
+async def _execute(
+    tool: AgentTool,
+    tool_call_id: str,
+    args: Any,
+    signal: AbortSignal | None,
+    on_update: AgentToolUpdateCallback,
+) -> AgentToolResult:
     execute = tool.execute
     if is_async_callable(execute):
         value = await execute(tool_call_id, args, signal, on_update)  # type: ignore[misc]

@@ -1,6 +1,11 @@
 """HTTP plumbing shared by the providers: one ``httpx.AsyncClient`` per event loop,
-provider errors with status and body, Pi's HTTP-level retry, and one silent resend of a
-request whose pooled connection died before the server answered.
+provider errors with status and body, Pi's HTTP-level retry, one silent resend of a
+request whose pooled connection died before the server answered, the request's timeouts and
+the words of a transport failure.
+
+``timeout_ms`` (Pi's ``timeoutMs``) is an idle timeout, as Pi's ``httpIdleTimeoutMs`` is: it
+bounds connecting and each wait for the next bytes (the response's headers, then every read
+of the streamed body), never the length of a whole answer, which may stream for minutes.
 
 A client is built once per loop (building one costs 50-100 ms for its SSL context) and reused
 for every request, so a warm request costs no more than the raw httpx floor.
@@ -29,6 +34,44 @@ _clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, httpx.AsyncClient
 )
 
 DEFAULT_TIMEOUT = httpx.Timeout(connect=30.0, read=600.0, write=60.0, pool=30.0)
+TIMED_OUT = "Request timed out"
+"""How every timeout's message begins (the SDKs' words, which Pi shows)."""
+
+
+def request_timeout(options: StreamOptions) -> httpx.Timeout:
+    """The httpx timeouts of a request: ``timeout_ms`` for each phase (connecting at most
+    ``DEFAULT_TIMEOUT.connect``, as undici's 10 s connect timeout bounds Pi's), else
+    ``DEFAULT_TIMEOUT``."""
+    if not options.timeout_ms:
+        return DEFAULT_TIMEOUT
+    seconds = options.timeout_ms / 1000.0
+    return httpx.Timeout(seconds, connect=min(seconds, DEFAULT_TIMEOUT.connect or seconds))
+
+
+# Per kind of timeout: the httpx.Timeout field that bounds it and what did not happen in time.
+_TIMEOUTS: tuple[tuple[type[httpx.TimeoutException], str, str], ...] = (
+    (httpx.ConnectTimeout, "connect", "could not connect to the server in"),
+    (httpx.WriteTimeout, "write", "could not send the request to the server in"),
+    (httpx.PoolTimeout, "pool", "no free connection to the server in"),
+    (httpx.ReadTimeout, "read", "no answer from the server in"),
+)
+
+
+def transport_error_text(
+    exc: httpx.TransportError, timeout: httpx.Timeout | None = None, *, streaming: bool = False
+) -> str:
+    """The message of a failed connection: ``Connection error: <type>: <httpx's text>``, and for
+    a timeout ``Request timed out: no answer from the server in 30 s (ReadTimeout)`` (the
+    seconds from ``timeout``; ``streaming``: the answer had begun and then went silent)."""
+    name = type(exc).__name__
+    for kind, field, what in _TIMEOUTS if timeout is not None else ():
+        seconds = getattr(timeout, field) if isinstance(exc, kind) else None
+        if isinstance(seconds, int | float):
+            stalled = streaming and kind is httpx.ReadTimeout
+            happened = "the answer stalled, nothing more from the server in" if stalled else what
+            return f"{TIMED_OUT}: {happened} {seconds:g} s ({name})"
+    text = str(exc)
+    return f"Connection error: {name}: {text}" if text else f"Connection error: {name}"
 
 
 def get_client(options: StreamOptions | None = None) -> httpx.AsyncClient:
@@ -227,7 +270,7 @@ async def open_stream(
     payload = json.dumps(body, ensure_ascii=False).encode("utf-8")
     max_retries = options.max_retries or 0
     cap_ms = 60_000 if options.max_retry_delay_ms is None else options.max_retry_delay_ms
-    timeout = httpx.Timeout(options.timeout_ms / 1000.0) if options.timeout_ms else DEFAULT_TIMEOUT
+    timeout = request_timeout(options)
 
     def build() -> httpx.Request:
         return client.build_request("POST", url, headers=headers, content=payload, timeout=timeout)
@@ -238,8 +281,7 @@ async def open_stream(
             response = await _send(client, build, options.signal)
         except httpx.TransportError as exc:
             # The exception type says what failed (ConnectError: refused, ReadTimeout, ...).
-            detail = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
-            error = ProviderError(None, f"Connection error: {detail}")
+            error = ProviderError(None, transport_error_text(exc, timeout))
         else:
             if response.status_code < 300:
                 return response

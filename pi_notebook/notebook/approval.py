@@ -141,8 +141,13 @@ def resolve_policy(
     policy: Policy = requested or ("ask" if can_ask else "deny")
     if policy == "ask" and not can_ask:
         policy = "deny"
-    blocked = ", ".join(sorted(gated)) or "no tool"
-    how = f"{blocked} are blocked" if policy == "deny" else f"{blocked} run without asking"
+    names = sorted(gated)
+    blocked = ", ".join(names) or "no tool"
+    one = len(names) <= 1
+    if policy == "deny":
+        how = f"{blocked} {'is' if one else 'are'} blocked"
+    else:
+        how = f"{blocked} {'runs' if one else 'run'} without asking"
     if headless.headless:
         hint = " (pass --approve auto to allow them)" if policy == "deny" else ""
         if requested == "ask":  # the user asked for buttons: say why there are none

@@ -1,10 +1,19 @@
 """How a ``%%pi`` cell fails: what a failed run tells the user to do, and the two exceptions a
 cell ends with after its output is drawn.
 
-* ``explain_error``: a connection failure names the address it tried and, for a local server
-  (``llama.cpp:``, ``ollama:``, ``lmstudio:``, ``vllm:``), the variable that sets it. The
-  cause (its exception type and text) is kept. A local server that could not parse the
-  model's tool call says so and what to try.
+* ``explain_error``: the run's error as one line that gives the reason and says what to do
+  (the transcript and ``_pi.error_message`` keep the provider's own text, Pi's):
+
+  - a connection that could not be made names the address it tried and, for a local server
+    (``llama.cpp:``, ``ollama:``, ``lmstudio:``, ``vllm:``), the variable that sets it; one
+    that broke after it was made says so; the cause (exception type and text) is kept;
+  - a timeout names the address and how long it waited, and how to wait longer (``--timeout``);
+  - an HTTP error names the status, the server and the server's own message (out of its JSON
+    or HTML), and what the status calls for: the key's variable (401, 403), waiting (429),
+    trying again (5xx), checking the model and options (other 4xx);
+  - a reply the API's parser could not read, or one that ended early, says to run the cell
+    again and what to check if it keeps happening;
+  - a local server that could not parse the model's tool call says so and what to try.
 * ``RunFailed``: a run that ended in an error raises after rendering when ``raise_on_error`` is
   on (by default in headless runs), so nbconvert, papermill and CI fail instead of exiting 0.
 * ``RunInterrupted``: a kernel interrupt ends the cell as interrupted (Run All stops) and is
@@ -16,7 +25,15 @@ shown as their message only.
 
 from __future__ import annotations
 
+import json
+import re
+from types import SimpleNamespace
+from typing import Any
+
+from ..ai.env import env_var_names
+from ..ai.http import TIMED_OUT
 from ..ai.models import LOCAL_SERVERS
+from ..ai.overflow import is_context_overflow
 from ..ai.types import Model
 
 __all__ = ["INTERRUPTED", "RunFailed", "RunInterrupted", "explain_error"]
@@ -26,29 +43,174 @@ INTERRUPTED = (
     "the conversation continues in the next cell."
 )
 _CONNECTION = "Connection error"
-
+FAUX_API = "faux"
+"""How the api of every faux provider's models begins (``pi_notebook.ai.faux``)."""
+MAX_REASON_CHARS = 300
+"""The server's own words are cut here: the line stays one readable line."""
 
 # llama-server's words when the model's reply is neither text nor a tool call it can parse
 # ("The model produced output that does not match the expected <parser> format").
 _UNPARSED_TOOL_CALL = "does not match the expected"
+# Failures to open a connection at all (httpx's ConnectError: refused, no route, DNS).
+_NOT_CONNECTED = re.compile(r"^(ConnectError|UnsupportedProtocol)\b|All connection attempts failed|refused")
+# "Server requested 120s retry delay (max: 60s). " before an HTTP error (ai/http.py).
+_RETRY_NOTE = re.compile(r"^(Server requested \d+s retry delay \(max: \d+s\)\. )")
+# Pi's texts for an HTTP error: "503 ...", "503: {...}", "OpenAI API error (503): ...";
+# Google's is the error JSON itself, with its "code".
+_STATUS = re.compile(
+    r"^(?:[A-Za-z][\w .]* error \()?(?P<status>[1-5]\d\d)\)?(?:[:\s]\s*|$)(?P<rest>.*)$", re.S
+)
+_QUOTA = re.compile(r"quota|billing|balance|usage limit|\bplan\b", re.I)
+_UNREADABLE = ("Could not parse", "sent a response of an unexpected shape", "Unhandled stop reason")
+_CUT_SHORT = re.compile(r"ended (without|before)", re.I)
+OVERFLOW_ADVICE = (
+    "The conversation no longer fits the model's context window: compact it with %pi compact, "
+    "or start over with %%pi --new."
+)
 
 
 def explain_error(message: str | None, model: Model) -> str | None:
-    """A clearer one-line version of a run's error for the user, or ``None`` to show it as is."""
-    if message and _UNPARSED_TOOL_CALL in message and model.provider in LOCAL_SERVERS:
+    """A clearer one-line version of a run's error for the user, or ``None`` to show it as is
+    (also for the faux provider, whose errors are scripted text, not a server's)."""
+    if not message or model.api.startswith(FAUX_API):
+        return None
+    if _UNPARSED_TOOL_CALL in message and model.provider in LOCAL_SERVERS:
         return (
             f"{message.rstrip('.')}: the server could not parse the model's tool call. "
             "Run the cell again, pass --tools none, or use a model that calls tools reliably."
         )
-    if not message or not message.startswith(_CONNECTION):
-        return None
-    cause = message[len(_CONNECTION) :].lstrip(":. ").strip() or "no answer"
     where = model.base_url or f"the {model.provider} API"
+    if message.startswith(TIMED_OUT):
+        return _explain_timeout(message, model, where)
+    if message.startswith(_CONNECTION):
+        return _explain_connection(message, model, where)
+    overflow = is_context_overflow(SimpleNamespace(stop_reason="error", error_message=message))
+    http = _explain_http(message, model, where, overflow)
+    if http is not None:
+        return http
+    if overflow:
+        return f"{_one_line(message).rstrip('.')}. {OVERFLOW_ADVICE}"
+    if any(part in message for part in _UNREADABLE):
+        return (
+            f"{_one_line(message).rstrip('.')}. Run the cell again; if it keeps failing, check that "
+            f"{where} speaks the {model.api} API that {model.provider}:{model.id} uses."
+        )
+    if _CUT_SHORT.search(message):
+        return f"{_one_line(message).rstrip('.')}: the answer was cut short. Run the cell again."
+    return None
+
+
+def _one_line(text: str, limit: int = MAX_REASON_CHARS) -> str:
+    line = " ".join(text.split())
+    return line if len(line) <= limit else line[: limit - 1] + "…"
+
+
+def _explain_connection(message: str, model: Model, where: str) -> str:
+    cause = message[len(_CONNECTION) :].lstrip(":. ").strip() or "no answer"
+    if not _NOT_CONNECTED.search(cause):
+        why = _one_line(cause).rstrip(".")
+        return (
+            f"The connection to {where} broke before the answer was complete ({why}). "
+            "Run the cell again; if it keeps breaking, look at the server's log or the proxy in between."
+        )
     text = f"Cannot connect to {where} ({cause})."
     server = LOCAL_SERVERS.get(model.provider)
     if server is not None:
         return f"{text} Is the {server.label} server running? Set {server.env_var} to its address."
     return f"{text} Check the network connection and any proxy settings (HTTPS_PROXY)."
+
+
+def _explain_timeout(message: str, model: Model, where: str) -> str:
+    """``Request timed out: no answer from the server in 30 s (ReadTimeout)`` as one line that
+    names the address and says what to do."""
+    cause = message[len(TIMED_OUT) :].lstrip(":. ").strip().replace("the server", where, 1)
+    text = f"{cause[:1].upper()}{cause[1:]}." if cause else f"{TIMED_OUT} ({where})."
+    server = LOCAL_SERVERS.get(model.provider)
+    busy = (
+        f"Is the {server.label} server still loading the model, or busy with a long prompt?"
+        if server is not None
+        else "The server is overloaded or stuck."
+    )
+    return f"{text} {busy} Run the cell again, or allow longer with %%pi --timeout SECONDS (0: no limit)."
+
+
+def _explain_http(message: str, model: Model, where: str, overflow: bool) -> str | None:
+    """``HTTP 503 from <where>: <the server's message>. <what to do>``, or ``None`` when the
+    message is not an HTTP error."""
+    note_match = _RETRY_NOTE.match(message)
+    note = note_match.group(1) if note_match else ""
+    found = _status_and_reason(message[len(note) :])
+    if found is None:
+        return None
+    status, reason = found
+    said = f": {reason.rstrip('.')}" if reason else ""
+    advice = OVERFLOW_ADVICE if overflow else _advice(status, reason, model)
+    return f"{note}HTTP {status} from {where}{said}. {advice}"
+
+
+def _status_and_reason(text: str) -> tuple[int, str] | None:
+    """The status of an HTTP error text and the server's own message in it."""
+    match = _STATUS.match(text)
+    if match is not None:
+        status, rest = int(match["status"]), match["rest"].strip()
+        rest = rest.removeprefix(f"{status} ")  # "OpenAI API error (500): 500 status code (no body)"
+    else:  # Google's error JSON, alone or after Pi's "got status: undefined. "
+        rest = text[text.find("{") :] if "{" in text else ""
+        error = _error_object(_json(rest))
+        code = error.get("code") if error is not None else None
+        if not isinstance(code, int) or not 100 <= code <= 599:
+            return None
+        status = code
+    if rest == "status code (no body)":
+        return status, ""
+    return status, _one_line(_server_words(rest))
+
+
+def _json(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except ValueError:
+        return None
+
+
+def _error_object(data: Any) -> dict[str, Any] | None:
+    """The error object of an error body: its ``error`` member, else the body itself."""
+    if not isinstance(data, dict):
+        return None
+    inner = data.get("error")
+    return inner if isinstance(inner, dict) else data
+
+
+def _server_words(rest: str) -> str:
+    """What the server said: the ``message`` of a JSON error, the title of an HTML page (a
+    proxy's error page), else the text."""
+    error = _error_object(_json(rest))
+    if error is not None:
+        text = error.get("message")
+        if isinstance(text, str):
+            rest = text
+    title = re.search(r"<title>(.*?)</title>", rest, re.I | re.S)
+    if title is not None:
+        return title.group(1).strip()
+    return re.sub(r"<[^>]+>", " ", rest) if rest.lstrip().startswith("<") else rest
+
+
+def _advice(status: int, reason: str, model: Model) -> str:
+    if status in (401, 403):
+        keys = " or ".join(env_var_names(model.provider))
+        return f"The server did not accept the API key: check {keys}."
+    if status == 429 and _QUOTA.search(reason):
+        return "The account's quota or billing limit is reached: check it with the provider."
+    if status == 429:
+        return "Rate limited: wait a moment, then run the cell again."
+    if status >= 500 or status in (408, 409):
+        return "The server failed on its side: run the cell again in a moment."
+    if status == 404:
+        return f"Check the model id ({model.provider}:{model.id}) and the server's address."
+    return (
+        "The server rejected the request: check --model and the cell's options, or start over "
+        "with %%pi --new."
+    )
 
 
 class RunInterrupted(KeyboardInterrupt):

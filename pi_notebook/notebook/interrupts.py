@@ -3,7 +3,8 @@
 A kernel interrupt must stop the run cleanly wherever it lands:
 
 * in the awaited path, ipykernel's handler cancels the cell's task, and the agent closes its
-  run with ``stopReason "aborted"``; ``watch_sigint`` remembers the interrupt so that
+  run with ``stopReason "aborted"``; ``watch_sigint`` wakes the kernel's loop so that the
+  cancellation runs at once, and remembers the interrupt so that
   ``run_code``, which runs synchronous user code, notices one that came just before it
   swapped in Python's own handler (``interruptible``), which turns SIGINT into
   ``KeyboardInterrupt`` inside the user code;
@@ -49,6 +50,7 @@ def watch_sigint() -> Iterator[None]:
         yield
         return
     previous = signals.getsignal(signals.SIGINT)
+    loop = _running_loop()
 
     def record(signum: int, frame: Any) -> None:
         _sigint_pending.set()
@@ -56,6 +58,13 @@ def watch_sigint() -> Iterator[None]:
             previous(signum, frame)
         elif previous == signals.SIG_DFL:
             raise KeyboardInterrupt
+        if loop is not None and not loop.is_closed():
+            # ipykernel's handler schedules the cancellation with tornado's add_callback, which
+            # from inside the running loop is a plain call_soon: it does not wake a loop asleep
+            # in select(). A headless run waiting for a silent server has nothing else to wake
+            # it, so the interrupt would land only when the server answered or the request
+            # timed out. Wake the loop so the cancellation runs now.
+            loop.call_soon_threadsafe(_wake)
 
     _sigint_pending.clear()
     signals.signal(signals.SIGINT, record)
@@ -64,6 +73,17 @@ def watch_sigint() -> Iterator[None]:
     finally:
         signals.signal(signals.SIGINT, previous)
         _sigint_pending.clear()
+
+
+def _running_loop() -> asyncio.AbstractEventLoop | None:
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        return None
+
+
+def _wake() -> None:
+    """Nothing: scheduling it thread-safely wakes the loop."""
 
 
 @contextmanager

@@ -25,6 +25,7 @@ from .mcp_magic import mcp_command
 from .options import DEFAULT_NAME, MODEL_ENV, PARSER, PiConfig, model_option
 from .references import truncate
 from .result import sum_usage
+from .run_retry import RetrySettings, silent_server_bound
 from .runner import run_pi_sync
 from .sessions_magics import HELP as SESSIONS_HELP
 from .sessions_magics import SESSION_SUBCOMMANDS, session_line, turn_offset
@@ -53,6 +54,7 @@ HELP = """\
   --max-turns N           stop after N model turns
   --temperature T         sampling temperature (0 to 2), e.g. 0 for reproducible answers
   --seed N                sampling seed (OpenAI-compatible chat completions only)
+  --timeout S             seconds a model request may go without an answer (default 300; 0: none)
   --[no-]raise-on-error   raise after a run that ended in an error (default: headless runs)
   --resume                continue this notebook's latest recorded conversation first
   --replay                show the recorded answer of this prompt; no model is called
@@ -163,6 +165,7 @@ def _status_cmd(magics: PiMagics, name: str | None, rest: str) -> None:
         f"messages: {len(agent.state.messages)}; running: {'yes' if agent.state.is_streaming else 'no'}",
         f"tokens: {usage.input} in, {usage.output} out; cost: ${usage.cost.total:.4f}",
         f"tools: {magics.tools}",
+        f"timeout: {timeout_line(magics)}",
         f"approve: {state.explain_approval(mode)}",
         *_approvals_lines(state),
         f"controls: {controls_line(mode)}",
@@ -170,6 +173,19 @@ def _status_cmd(magics: PiMagics, name: str | None, rest: str) -> None:
         f"session: {session_line(state.sessions, name or DEFAULT_NAME)}",
     ]
     print("\n".join(lines))
+
+
+def timeout_line(config: PiConfig) -> str:
+    """The request timeout a ``%%pi`` cell gets and what it adds up to with the retries."""
+    bound = silent_server_bound(config.timeout, RetrySettings(config.retries, config.retry_base_delay))
+    if bound is None:
+        return "none (a server that never answers is waited on until Stop or an interrupt)"
+    attempts = config.retries + 1
+    return (
+        f"{config.timeout:g} s without an answer per request; a server that never answers fails a "
+        f"model call after {bound:g} s ({attempts} attempt{'s' if attempts != 1 else ''} and the "
+        "retry waits)"
+    )
 
 
 def controls_line(mode: RunMode) -> str:

@@ -1,11 +1,15 @@
 """What a ``%%pi`` run adds to the model requests its agent makes: ``--temperature``,
-``--seed`` where the model's API has one, and a local server's real context window.
+``--timeout``, ``--seed`` where the model's API has one, and a local server's real context
+window.
 
-All three are set for one run and removed after it: the conversation's ``Agent`` keeps the
+All are set for one run and removed after it: the conversation's ``Agent`` keeps the
 user's own ``stream_fn`` and ``on_payload``, which still run (ours wrap them).
 
 * ``--temperature`` goes into the stream options every provider reads (Anthropic drops it
   while thinking is on, as Pi does).
+* ``--timeout`` becomes the stream options' ``timeout_ms``, an idle timeout (see
+  ``ai/http.py``), as Pi's coding agent passes its ``httpIdleTimeoutMs``; 0 (no limit) is
+  the largest 32-bit number of milliseconds, as there, since a timeout of 0 ms would fail at once.
 * ``--seed`` exists in OpenAI-compatible chat completions (OpenAI, and llama.cpp, Ollama,
   LM Studio and vLLM through that API); Pi's options have no seed, so it is added to the
   request body of ``openai-completions`` models and reported as ignored for the others.
@@ -27,9 +31,16 @@ from ..ai.models import LOCAL_SERVERS
 from ..ai.options import OnPayload
 from ..ai.types import Model
 
-__all__ = ["SEED_APIS", "RequestSettings", "seed_notice"]
+__all__ = ["NO_TIMEOUT_MS", "SEED_APIS", "RequestSettings", "seed_notice", "timeout_ms"]
 
 SEED_APIS = frozenset({"openai-completions"})
+NO_TIMEOUT_MS = 2**31 - 1
+"""``--timeout 0``: about 25 days, what Pi's coding agent passes for a disabled idle timeout."""
+
+
+def timeout_ms(seconds: float) -> int:
+    """``--timeout`` seconds as the stream options' ``timeout_ms`` (0: no limit)."""
+    return NO_TIMEOUT_MS if seconds <= 0 or seconds * 1000 >= NO_TIMEOUT_MS else max(1, round(seconds * 1000))
 
 
 def seed_notice(seed: int | None, model: Model) -> str | None:
@@ -45,17 +56,25 @@ def seed_notice(seed: int | None, model: Model) -> str | None:
 class RequestSettings:
     """Installs a run's request settings on ``agent`` (``install``) and removes them (``restore``)."""
 
-    def __init__(self, agent: Agent, *, temperature: float | None, seed: int | None) -> None:
+    def __init__(
+        self, agent: Agent, *, temperature: float | None, seed: int | None, timeout: float | None = None
+    ) -> None:
         self.agent = agent
         self.temperature = temperature
         self.seed = seed
+        self.timeout = timeout
         self._saved: tuple[Any, OnPayload | None] | None = None
 
     def install(self) -> None:
         agent = self.agent
         self._saved = (agent.stream_fn, agent.on_payload)
+        fields: dict[str, Any] = {}
         if self.temperature is not None:
-            agent.stream_fn = self._with_temperature(agent.stream_fn)
+            fields["temperature"] = self.temperature
+        if self.timeout is not None:
+            fields["timeout_ms"] = timeout_ms(self.timeout)
+        if fields:
+            agent.stream_fn = _with_options(agent.stream_fn, fields)
         if self.seed is not None:
             agent.on_payload = self._with_seed(agent.on_payload)
 
@@ -69,20 +88,6 @@ class RequestSettings:
         model = self.agent.state.model
         if model.provider in LOCAL_SERVERS and model.base_url:
             self.agent.state.model = await probed_model(model)
-
-    def _with_temperature(self, inner: Any) -> Any:
-        temperature = self.temperature
-
-        def stream_fn(model: Model, context: Any, options: Any = None) -> Any:
-            if dataclasses.is_dataclass(options) and not isinstance(options, type):
-                options = dataclasses.replace(options, temperature=temperature)
-            elif isinstance(options, Mapping):
-                options = {**options, "temperature": temperature}
-            elif options is None:
-                options = {"temperature": temperature}
-            return inner(model, context, options)
-
-        return stream_fn
 
     def _with_seed(self, inner: OnPayload | None) -> OnPayload:
         seed = self.seed
@@ -99,3 +104,18 @@ class RequestSettings:
             return payload
 
         return on_payload
+
+
+def _with_options(inner: Any, fields: dict[str, Any]) -> Any:
+    """``inner`` with ``fields`` set in the stream options of every call."""
+
+    def stream_fn(model: Model, context: Any, options: Any = None) -> Any:
+        if dataclasses.is_dataclass(options) and not isinstance(options, type):
+            options = dataclasses.replace(options, **fields)
+        elif isinstance(options, Mapping):
+            options = {**options, **fields}
+        elif options is None:
+            options = dict(fields)
+        return inner(model, context, options)
+
+    return stream_fn

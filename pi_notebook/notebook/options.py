@@ -31,6 +31,8 @@ from .tools import parse_tools_spec
 DEFAULT_NAME = "default"
 MODEL_ENV = "PI_NOTEBOOK_MODEL"
 REPLAY_ENV = "PI_NOTEBOOK_REPLAY"
+DEFAULT_TIMEOUT_S = 300.0
+"""Pi's default ``httpIdleTimeoutMs`` (5 minutes), in seconds."""
 CONFIG_SECTION = "PiMagics"
 DEFAULT_SYSTEM_PROMPT = (
     "You are Pi, an assistant working inside a Jupyter notebook. The user writes prompts in "
@@ -138,6 +140,12 @@ class PiConfig(Configurable):
     retry_base_delay = Float(
         2.0, help="Seconds before the first retry, doubled for each further one."
     ).tag(config=True)
+    timeout = Float(
+        DEFAULT_TIMEOUT_S,
+        help="Default --timeout: seconds a model request may go without an answer (to connect, for "
+        "the reply to begin, between two pieces of a streamed reply) before it fails, as Pi's "
+        "httpIdleTimeoutMs; 0: no limit.",
+    ).tag(config=True)
 
     @classmethod
     def section_names(cls) -> list[str]:
@@ -160,7 +168,7 @@ class PiConfig(Configurable):
         except ValueError as exc:
             raise TraitError(str(exc)) from None
 
-    @validate("retries", "retry_base_delay")
+    @validate("retries", "retry_base_delay", "timeout")
     def _check_not_negative(self, proposal: Any) -> Any:
         if proposal["value"] < 0:
             raise TraitError(f"PiMagics.{proposal['trait'].name} must be 0 or more, not {proposal['value']}")
@@ -194,6 +202,7 @@ def _parser() -> MagicArgumentParser:
     add("--max-turns", type=int, dest="max_turns", help="stop after N model turns")
     add("--temperature", type=float, help="sampling temperature, e.g. 0 for reproducible answers")
     add("--seed", type=int, help="sampling seed, where the model's API has one")
+    add("--timeout", type=float, help="seconds a model request may go without an answer (0: no limit)")
     add(
         "--raise-on-error",
         action=argparse.BooleanOptionalAction,
@@ -243,6 +252,10 @@ class RunOptions:
             raise UsageError(f"--temperature must be between 0 and 2, got {temperature}")
         self.temperature: float | None = temperature
         self.seed: int | None = ns.seed
+        timeout = ns.timeout if ns.timeout is not None else config.timeout
+        if not timeout >= 0:  # also NaN
+            raise UsageError(f"--timeout takes seconds, 0 or more (0: no limit), not {timeout}")
+        self.timeout: float = timeout
         self.raise_on_error: bool | None = (
             ns.raise_on_error if ns.raise_on_error is not None else config.raise_on_error
         )

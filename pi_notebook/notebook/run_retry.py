@@ -59,6 +59,17 @@ class RetrySettings:
     """Seconds before the first retry; doubled for each further one."""
 
 
+def silent_server_bound(timeout: float, settings: RetrySettings) -> float | None:
+    """The longest one model call can wait on a server that accepts the request and never
+    answers: each attempt ends at the idle ``timeout`` and is retried (a timeout is transient),
+    plus the waits between attempts; ``None`` without a timeout (it waits until Stop or an
+    interrupt). A server that trickles bytes slower than the timeout is not bounded by it."""
+    if timeout <= 0:
+        return None
+    waits = sum(settings.base_delay * 2.0**n for n in range(settings.max_retries))
+    return (settings.max_retries + 1) * timeout + waits
+
+
 def requested_delay(error: str) -> float | None:
     """The wait in seconds the server asked for, when the error text says so."""
     for pattern in _REQUESTED:

@@ -97,9 +97,8 @@ class PiRun:
         self.notices: list[str] = self._notices()
         raise_on_error = self.options.raise_on_error
         self.raise_on_error = self.mode.headless.headless if raise_on_error is None else raise_on_error
-        self.requests = RequestSettings(
-            self.agent, temperature=self.options.temperature, seed=self.options.seed
-        )
+        o = self.options
+        self.requests = RequestSettings(self.agent, temperature=o.temperature, seed=o.seed, timeout=o.timeout)
         self.widget: Any = None
         self.view: RunView = self._make_view()
         self.tools = self.state.tools
@@ -269,7 +268,7 @@ class PiRun:
         context nears the window, and once with a retry of the turn on a context overflow."""
         agent = self.agent
         manager = self.state.sessions.get(self.options.name).manager
-        compactor = self.compactor = AutoCompactor(manager, agent, self.state.config)
+        compactor = self.compactor = AutoCompactor(manager, agent, self.state.config, self.options.timeout)
         await self._compaction(compactor, before_prompt=True)
         self.start_index = len(agent.state.messages)
         await self.retry.run(lambda: agent.prompt(self.message))

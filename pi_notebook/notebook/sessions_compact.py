@@ -35,6 +35,7 @@ from ..session import (
     prepare_compaction,
     should_compact,
 )
+from .model_request import timeout_ms
 from .options import PiConfig
 
 OVERFLOW_GAVE_UP = (
@@ -51,11 +52,17 @@ def compaction_settings(config: PiConfig) -> CompactionSettings:
     )
 
 
-def summary_request(agent: Agent, signal: AbortSignal | None = None) -> SummaryRequest:
-    """The conversation's own model and thinking level summarize, as in Pi."""
+def summary_request(
+    agent: Agent, signal: AbortSignal | None = None, *, timeout: float | None = None
+) -> SummaryRequest:
+    """The conversation's own model and thinking level summarize, as in Pi, with the run's
+    ``--timeout`` (seconds, ``c.PiMagics.timeout``) for the summarizing request."""
     level = agent.state.thinking_level
     return SummaryRequest(
-        model=agent.state.model, signal=signal, thinking_level=None if level == "off" else level
+        model=agent.state.model,
+        signal=signal,
+        thinking_level=None if level == "off" else level,
+        timeout_ms=None if timeout is None else timeout_ms(timeout),
     )
 
 
@@ -71,9 +78,8 @@ async def compact_now(
 ) -> CompactionEntry:
     """``%pi compact``: compact the current branch and give the agent the new context.
     Raises ``CompactionError`` ("Nothing to compact ...") when there is too little."""
-    entry = await compact_session(
-        manager, summary_request(agent), compaction_settings(config), instructions or None
-    )
+    request = summary_request(agent, timeout=config.timeout)
+    entry = await compact_session(manager, request, compaction_settings(config), instructions or None)
     agent.state.messages = manager.build_session_context().messages
     return entry
 
@@ -100,10 +106,14 @@ def _iso_ms(stamp: str) -> int:
 class AutoCompactor:
     """The automatic checks of one ``%%pi`` run (one overflow retry at most)."""
 
-    def __init__(self, manager: SessionManager, agent: Agent, config: PiConfig) -> None:
+    def __init__(
+        self, manager: SessionManager, agent: Agent, config: PiConfig, timeout: float | None = None
+    ) -> None:
         self.manager = manager
         self.agent = agent
         self.settings = compaction_settings(config)
+        self.timeout = config.timeout if timeout is None else timeout
+        """The run's ``--timeout`` for the summarizing request."""
         self.overflow_retried = False
         self.notices: list[str] = []
         self.signal: AbortSignal | None = None
@@ -182,7 +192,8 @@ class AutoCompactor:
         if preparation is None:
             return None
         try:
-            result = await compact(preparation, summary_request(self.agent, self.signal), None)
+            request = summary_request(self.agent, self.signal, timeout=self.timeout)
+            result = await compact(preparation, request, None)
         except Exception as exc:  # the summarizing model failed: the run's answer stands
             failed = "Context overflow recovery failed" if reason == "overflow" else "Auto-compaction failed"
             return self._note(AutoCompaction(f"{failed}: {exc}"))

@@ -158,7 +158,7 @@ def branch_cmd(magics: Any, name: str | None, rest: str) -> None:
         return
     target = turns[number]  # the turn after N: the branch leaves just before it
     if summarize:
-        request = summary_request(agent)
+        request = summary_request(agent, timeout=magics.timeout)
         run_coroutine(lambda: branch_with_generated_summary(manager, target.id, request))
     elif target.parent_id is None:
         manager.reset_leaf()

@@ -293,6 +293,8 @@ class SummaryRequest:
     signal: AbortSignal | None = None
     thinking_level: str | None = None
     retry: RetryPolicy | None = None
+    timeout_ms: int | None = None
+    """The stream options' ``timeout_ms`` (an idle timeout per request); ``None``: the default."""
 
 
 async def complete_summarization(
@@ -308,6 +310,7 @@ async def complete_summarization(
         env=request.env,
         cache_retention="none",
         session_id=uuidv7(),
+        timeout_ms=request.timeout_ms,
     )
     level = request.thinking_level
     if reasoning and model.reasoning and level and level != "off":

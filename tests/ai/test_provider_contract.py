@@ -269,6 +269,30 @@ async def test_a_dropped_connection_keeps_the_partial_content(wire: Wire, loopba
         assert msg.usage.input == wire.partial_input_tokens
 
 
+async def test_a_silent_server_times_out_with_the_seconds_it_waited(
+    wire: Wire, loopback: LoopbackServer
+) -> None:
+    """``timeout_ms`` bounds the wait for the headers: the error says how long, not just the
+    exception's name, and reads as Pi's timeouts do ("Request timed out")."""
+    loopback.queue(Reply(head_delay=3.0, parts=wire.reply("too late")))
+    events, msg = await collect(wire.stream(wire.make_model(loopback), ctx(), _options(timeout_ms=250)))
+    assert kinds(events) == ["error"]
+    assert msg.error_message == "Request timed out: no answer from the server in 0.25 s (ReadTimeout)"
+
+
+async def test_a_stream_that_stalls_times_out_and_keeps_the_partial_content(
+    wire: Wire, loopback: LoopbackServer
+) -> None:
+    """The timeout is an idle timeout: it fires when the answer stops coming, mid-stream too."""
+    loopback.queue_sse([*wire.partial("Half a sen"), Delay(3)])
+    events, msg = await collect(wire.stream(wire.make_model(loopback), ctx(), _options(timeout_ms=250)))
+    assert kinds(events) == ["start", "text_start", "text_delta", "error"]
+    assert msg.error_message == (
+        "Request timed out: the answer stalled, nothing more from the server in 0.25 s (ReadTimeout)"
+    )
+    assert msg.content[0].text == "Half a sen"  # type: ignore[union-attr]
+
+
 async def test_an_abort_before_the_request_sends_nothing(wire: Wire, loopback: LoopbackServer) -> None:
     controller = AbortController()
     controller.abort()

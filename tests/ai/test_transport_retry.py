@@ -1,5 +1,6 @@
 """A request whose connection dies before the server answered is resent once, silently, on a
-fresh connection (real HTTP over the loopback server, which can hang up without answering)."""
+fresh connection (real HTTP over the loopback server, which can hang up without answering), and
+what a request's timeouts are and how a timeout is worded."""
 
 from __future__ import annotations
 
@@ -8,7 +9,14 @@ import pytest
 from loopback import LoopbackServer, Reply, hang_up, json_reply, sse
 
 from pi_notebook.ai.abort import AbortController, AbortError
-from pi_notebook.ai.http import ProviderError, died_before_response, open_stream
+from pi_notebook.ai.http import (
+    DEFAULT_TIMEOUT,
+    ProviderError,
+    died_before_response,
+    open_stream,
+    request_timeout,
+    transport_error_text,
+)
 from pi_notebook.ai.options import StreamOptions
 
 OK = sse({"ok": True})
@@ -113,3 +121,30 @@ def test_only_failures_before_the_response_count() -> None:
     assert not died_before_response(httpx.RemoteProtocolError("illegal status line: b'HTP/1.1'"))
     assert not died_before_response(httpx.ReadTimeout("timed out", request=request))
     assert not died_before_response(httpx.ConnectTimeout("timed out", request=request))
+
+
+def test_timeout_ms_bounds_every_wait_but_connecting_stays_short() -> None:
+    """``timeout_ms`` is an idle timeout for each phase; a long one (``--timeout 0`` is about 25
+    days) must not let a connection attempt to a host that drops packets hang as long."""
+    assert request_timeout(StreamOptions()) == DEFAULT_TIMEOUT
+    assert request_timeout(StreamOptions(timeout_ms=2500)) == httpx.Timeout(2.5)
+    days = request_timeout(StreamOptions(timeout_ms=2**31 - 1))
+    assert (days.connect, days.read) == (DEFAULT_TIMEOUT.connect, 2147483.647)
+
+
+def test_each_kind_of_timeout_says_what_did_not_happen_in_time() -> None:
+    request = httpx.Request("POST", "http://127.0.0.1/")
+    timeout = httpx.Timeout(5.0, connect=2.0)
+    texts = [
+        transport_error_text(kind("timed out", request=request), timeout)
+        for kind in (httpx.ConnectTimeout, httpx.WriteTimeout, httpx.PoolTimeout, httpx.ReadTimeout)
+    ]
+    assert texts == [
+        "Request timed out: could not connect to the server in 2 s (ConnectTimeout)",
+        "Request timed out: could not send the request to the server in 5 s (WriteTimeout)",
+        "Request timed out: no free connection to the server in 5 s (PoolTimeout)",
+        "Request timed out: no answer from the server in 5 s (ReadTimeout)",
+    ]
+    refused = httpx.ConnectError("[Errno 111] Connection refused", request=request)
+    expected = "Connection error: ConnectError: [Errno 111] Connection refused"
+    assert transport_error_text(refused, timeout) == expected

@@ -41,6 +41,10 @@ from pi_notebook.ai.types import AssistantMessage, TextContent, ToolResultMessag
 PHASES = ("first", "after_tool")
 CASES = [(api, fault, phase) for api in APIS for fault in FAULTS for phase in PHASES]
 MATRIX_SIZE = len(CASES)
+MATRIX_SUMMARY = (
+    f"fault matrix: {len(APIS)} APIs x {len(FAULTS)} faults x {len(PHASES)} phases = {MATRIX_SIZE} cases"
+)
+"""Printed under the test summary (``tests/conftest.py``) when these tests ran."""
 
 RUN_BOUND_S = 20.0  # a case that takes longer than this hangs
 FAULT_TIMEOUT_MS = 400  # the faulted request's timeout (only the stalled stream ever reaches it)
@@ -107,7 +111,7 @@ async def run_bounded(agent: Agent, text: str) -> None:
 
 def test_matrix_size() -> None:
     assert MATRIX_SIZE >= 170
-    print(f"\nfault matrix: {len(APIS)} APIs x {len(FAULTS)} faults x {len(PHASES)} phases = {MATRIX_SIZE}")
+    print(f"\n{MATRIX_SUMMARY}")
 
 
 @pytest.mark.parametrize(("api", "fault", "phase"), CASES)

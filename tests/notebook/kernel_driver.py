@@ -36,6 +36,57 @@ def tool_use(name, args, call_id):
 """
 
 
+APPROVAL_TOOLS = '''
+from pi_notebook.agent import BeforeToolCallResult, tool
+from pi_notebook.notebook.approval import ask_approval
+wiped = []
+
+@tool(requires_approval=True)
+def wipe(path: str) -> str:
+    """Wipe a path."""
+    wiped.append(path)
+    return "wiped " + path
+
+@tool
+def peek(path: str) -> str:
+    """Look at a path."""
+    return "peeked " + path
+
+async def confirm(ctx, signal):
+    path = ctx.tool_call.arguments["path"]
+    if await ask_approval(ctx.tool_call, f"{ctx.tool_call.name} touches {path}"):
+        return None
+    return BeforeToolCallResult(block=True, reason="The user said no.")
+
+agent = pi_notebook.current()
+agent.state.tools = [wipe, peek]
+agent.before_tool_call = confirm
+'''
+"""Kernel code: ``wipe`` (``requires_approval``), ``peek`` (no approval of its own) and a
+``before_tool_call`` hook, ``confirm``, that asks with ``ask_approval`` and a reason, all on the
+default conversation (``agent``)."""
+
+LOOPBACK_SHORT = {"openai-completions": "cc", "anthropic-messages": "an"}
+"""The wire APIs a kernel can reach the loopback server with, and their short names."""
+
+
+def loopback_models(url: str, refused: str) -> str:
+    """Kernel code registering, per API of ``LOOPBACK_SHORT``, the model ``loop-<short>:<id>``
+    served by the loopback server at ``url`` and ``loop-<short>-refused:<id>`` at ``refused``
+    (where nothing listens), each with a test key; ``tests/`` joins the kernel's path."""
+    return f"""\
+import os, sys
+sys.path[:0] = [{str(Path(__file__).parent.parent)!r}]
+from faults.wire import WIRES
+from pi_notebook.ai.models import register_models
+for api, short in {LOOPBACK_SHORT!r}.items():
+    for suffix, base in (("", {url!r}), ("-refused", {refused!r})):
+        provider = f"loop-{{short}}{{suffix}}"
+        register_models([WIRES[api].model(base).model_copy(update={{"provider": provider}})])
+        os.environ[provider.upper().replace("-", "_") + "_API_KEY"] = "test-key"
+"""
+
+
 def write_kernelspec(root: Path, python: str | None = None) -> Path:
     """A kernelspec running ``python`` (default: this venv's interpreter)."""
     spec_dir = root / "kernels" / KERNEL_NAME

@@ -65,6 +65,7 @@ def ip_fixture(monkeypatch: pytest.MonkeyPatch) -> Iterator[InteractiveShell]:
                 "raise_on_error",
                 "temperature",
                 "retry_base_delay",
+                "timeout",
             )
             for trait in traits:
                 setattr(magics, trait, magics.trait_defaults(trait))

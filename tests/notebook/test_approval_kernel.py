@@ -18,7 +18,7 @@ pytest.importorskip("mcp_types", reason="the MCP SDK is an optional extra: pip i
 sys.path.insert(0, str(Path(__file__).parent))
 sys.path.insert(0, str(Path(__file__).parent.parent / "mcp"))
 
-from kernel_driver import Kernel, Watch
+from kernel_driver import APPROVAL_TOOLS, Kernel, Watch
 from mcp_helpers import STDIO_COMMAND, process_exists, wait_gone
 
 pytestmark = pytest.mark.kernel
@@ -69,36 +69,10 @@ def test_an_mcp_tool_call_is_approved_and_another_denied(k: Kernel) -> None:
     assert k.run("%pi mcp remove st")["status"] == "ok"
 
 
-HOOK = '''
-from pi_notebook.agent import BeforeToolCallResult, tool
-from pi_notebook.notebook.approval import ask_approval
-wiped = []
-
-@tool(requires_approval=True)
-def wipe(path: str) -> str:
-    """Wipe a path."""
-    wiped.append(path)
-    return "wiped " + path
-
-@tool
-def peek(path: str) -> str:
-    """Look at a path."""
-    return "peeked " + path
-
-async def confirm(ctx, signal):
-    path = ctx.tool_call.arguments["path"]
-    if await ask_approval(ctx.tool_call, f"{ctx.tool_call.name} touches {path}"):
-        return None
-    return BeforeToolCallResult(block=True, reason="The user said no.")
-
-agent = pi_notebook.current()
-agent.state.tools = [wipe, peek]
-agent.before_tool_call = confirm
-'''
 
 
 def test_a_hook_asks_with_its_reason_and_the_policy_does_not_ask_again(k: Kernel) -> None:
-    assert k.run(HOOK)["status"] == "ok"
+    assert k.run(APPROVAL_TOOLS)["status"] == "ok"
     k.run(
         "faux.set_responses([tool_use('peek', {'path': '/etc'}, 'p1'),"
         " tool_use('wipe', {'path': '/tmp/x'}, 'w1'), 'done'])"

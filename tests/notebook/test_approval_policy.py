@@ -128,7 +128,7 @@ def test_the_notice_names_the_gated_tools_of_the_run(ip: Any, faux: FauxRegistra
     faux.set_responses(["ok", "ok"])
     _, captured = run(ip, f"%%pi {MODEL} --tools none\nclean up")
     [notice] = [line for line in plain(captured).splitlines() if "--approve" in line]
-    assert notice.endswith(": delete_file are blocked."), notice
+    assert notice.endswith(": delete_file is blocked."), notice
     assert "run_code" not in notice
     with_tools(read_file)
     _, captured = run(ip, f"%%pi {MODEL} --tools none\nread only")

@@ -23,7 +23,8 @@ from pi_notebook.ai.faux import FauxRegistration, faux_assistant_message
 from pi_notebook.ai.local_probe import clear_probe_cache
 from pi_notebook.ai.models import unregister_models
 from pi_notebook.notebook import conversations
-from pi_notebook.notebook.errors import RunFailed
+from pi_notebook.notebook.errors import RunFailed, explain_error
+from pi_notebook.notebook.options import resolve_model
 
 MODEL = "--model faux:faux-1"
 
@@ -174,6 +175,76 @@ def test_a_tool_call_llama_server_cannot_parse_says_what_to_try(
     shown = plain(captured)
     assert f"Error: {unparsed}: the server could not parse the model's tool call." in shown
     assert "pass --tools none" in shown
+
+
+OPENAI = "openai:gpt-4o-mini"
+GEMINI = "google:gemini-2.5-flash"
+
+
+@pytest.mark.parametrize(
+    ("spec", "error", "line"),
+    [
+        (  # Pi's texts for one HTTP error differ per API: every one gives the status and the words
+            OPENAI,
+            'OpenAI API error (503): {"message":"Overloaded","type":"server_error"}',
+            "HTTP 503 from https://api.openai.com/v1: Overloaded. The server failed on its side: run "
+            "the cell again in a moment.",
+        ),
+        (
+            OPENAI,
+            "OpenAI API error (500): 500 status code (no body)",
+            "HTTP 500 from https://api.openai.com/v1. The server failed on its side: run the cell "
+            "again in a moment.",
+        ),
+        (
+            GEMINI,
+            'got status: undefined. {"error":{"message":"upstream unavailable","code":503}}',
+            "HTTP 503 from https://generativelanguage.googleapis.com/v1beta: upstream unavailable. "
+            "The server failed on its side: run the cell again in a moment.",
+        ),
+        (
+            OPENAI,
+            "429 You exceeded your current quota, please check your plan and billing details.",
+            "HTTP 429 from https://api.openai.com/v1: You exceeded your current quota, please check "
+            "your plan and billing details. The account's quota or billing limit is reached: check "
+            "it with the provider.",
+        ),
+        (
+            OPENAI,
+            "Server requested 120s retry delay (max: 60s). 429 slow down",
+            "Server requested 120s retry delay (max: 60s). HTTP 429 from https://api.openai.com/v1: "
+            "slow down. Rate limited: wait a moment, then run the cell again.",
+        ),
+        (
+            OPENAI,
+            "400 prompt is too long: 210000 tokens > 200000 maximum",
+            "HTTP 400 from https://api.openai.com/v1: prompt is too long: 210000 tokens > 200000 "
+            "maximum. The conversation no longer fits the model's context window: compact it with "
+            "%pi compact, or start over with %%pi --new.",
+        ),
+        (
+            OPENAI,
+            "404 The model `gpt-5-nano-x` does not exist",
+            "HTTP 404 from https://api.openai.com/v1: The model `gpt-5-nano-x` does not exist. Check "
+            "the model id (openai:gpt-4o-mini) and the server's address.",
+        ),
+        (
+            OPENAI,
+            "Connection error: RemoteProtocolError: Server disconnected without sending a response.",
+            "The connection to https://api.openai.com/v1 broke before the answer was complete "
+            "(RemoteProtocolError: Server disconnected without sending a response). Run the cell "
+            "again; if it keeps breaking, look at the server's log or the proxy in between.",
+        ),
+        (OPENAI, "No API key for provider: openai. Set OPENAI_API_KEY or pass api_key.", None),
+        ("faux:faux-1", "529 overloaded: the provider is busy, retry later", None),  # scripted, no server
+    ],
+)
+def test_an_error_line_gives_the_reason_and_what_to_do(
+    spec: str, error: str, line: str | None, faux: FauxRegistration
+) -> None:
+    """What the run's ``Error:`` line says for errors the kernel fault subset does not meet
+    (``tests/notebook/test_faults_kernel.py``); ``None``: the text already says what to do."""
+    assert explain_error(error, resolve_model(spec)) == line
 
 
 def test_tokens_reported_before_a_failure_stay_in_the_footer(

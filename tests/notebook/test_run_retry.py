@@ -1,6 +1,8 @@
-"""``%%pi`` retries a model call that failed with a transient error, as Pi's coding agent does:
-a real ``InteractiveShell``, an OpenAI-compatible loopback server (llama.cpp) and the faux
-provider. Delays are configured tiny; the Stop test uses a long one to show it is cut short."""
+"""``%%pi`` retries a model call that failed with a transient error, as Pi's coding agent does,
+and ``--timeout`` ends a request to a server that went silent (a transient error too): a real
+``InteractiveShell``, an OpenAI-compatible loopback server (llama.cpp) and the faux provider.
+Delays and timeouts are configured tiny; the Stop test uses a long delay to show it is cut
+short."""
 
 from __future__ import annotations
 
@@ -12,17 +14,19 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from IPython.core.error import UsageError
 
 sys.path.insert(0, str(Path(__file__).parent))
 
 from kernel_ipshell import ip_fixture, outputs, run  # noqa: F401
-from loopback import LoopbackServer, json_reply, serving, sse
+from loopback import Delay, LoopbackServer, Reply, json_reply, serving, sse
 
 from pi_notebook.agent import Agent
 from pi_notebook.ai.faux import FauxRegistration, faux_assistant_message, faux_tool_call
 from pi_notebook.ai.local_probe import clear_probe_cache
 from pi_notebook.ai.models import unregister_models
 from pi_notebook.notebook import run_view, runner
+from pi_notebook.notebook.model_request import NO_TIMEOUT_MS
 from pi_notebook.notebook.run_retry import RetrySettings, RunRetry, requested_delay
 from pi_notebook.notebook.run_view import StaticView
 
@@ -155,6 +159,89 @@ def test_a_server_asking_for_a_long_wait_is_not_retried(ip: Any, server: Loopbac
     assert ip.user_ns["_pi"].stop_reason == "error"
     assert "Retry" not in plain(captured)
     assert len(chat_requests(server)) == 1
+
+
+# --- timeouts -------------------------------------------------------------------------------------
+
+SILENT_S = 10.0  # how long a silent server holds back; every timeout here is far shorter
+RUN_BOUND_S = 8.0  # a run that takes longer waited for the server instead of timing out
+
+
+def timed_pi(shell: Any, line: str) -> tuple[str, float]:
+    started = time.monotonic()
+    _, captured = pi(shell, line, "hello?")
+    return plain(captured), time.monotonic() - started
+
+
+def test_a_server_that_never_answers_ends_the_run_at_the_timeout(ip: Any, server: LoopbackServer) -> None:
+    server.queue(Reply(head_delay=SILENT_S, parts=chat_reply("too late")))
+    shown, took = timed_pi(ip, f"{LOCAL} --timeout 0.3")
+    assert took < RUN_BOUND_S
+    assert ip.user_ns["_pi"].stop_reason == "error"
+    error = ip.user_ns["_pi"].error_message
+    assert error == "Request timed out: no answer from the server in 0.3 s (ReadTimeout)"
+    assert (
+        f"Error: No answer from {server.url}/v1 in 0.3 s (ReadTimeout). Is the llama.cpp server still "
+        "loading the model, or busy with a long prompt? Run the cell again, or allow longer with "
+        "%%pi --timeout SECONDS (0: no limit)."
+    ) in shown
+
+
+def test_an_answer_that_stalls_ends_at_the_timeout_and_keeps_its_start(
+    ip: Any, server: LoopbackServer
+) -> None:
+    first, *rest = chat_reply("Half an answer")
+    server.queue(Reply(parts=[first, Delay(SILENT_S), *rest]))
+    shown, took = timed_pi(ip, f"{LOCAL} --timeout 0.3")
+    assert took < RUN_BOUND_S
+    assert "Half an answer" in shown
+    assert f"Error: The answer stalled, nothing more from {server.url}/v1 in 0.3 s (ReadTimeout)." in shown
+
+
+def test_a_timed_out_call_is_retried_and_the_output_says_so(
+    ip: Any, server: LoopbackServer, notices: list[str]
+) -> None:
+    """A timeout is transient (Pi's rule), so each attempt can take the whole timeout: every
+    retry shows a line, and ``%pi status`` adds the attempts up."""
+    configure(ip, retries=2)
+    ip.magics_manager.registry["PiMagics"].timeout = 0.3
+    server.queue(Reply(head_delay=SILENT_S), Reply(head_delay=SILENT_S))
+    server.queue_sse(chat_reply("Finally."))
+    shown, took = timed_pi(ip, LOCAL)  # the timeout comes from c.PiMagics.timeout
+    assert took < RUN_BOUND_S
+    error = "Request timed out: no answer from the server in 0.3 s (ReadTimeout)"
+    assert notices[0] == f"Retrying in 0.01 s, 1 of 2: {error}"
+    assert "Finally." in shown
+    assert f"Recovered on retry 2 of 2 after: {error}" in shown
+    _, captured = run(ip, "%pi status")
+    assert (
+        "timeout: 0.3 s without an answer per request; a server that never answers fails a model "
+        "call after 0.93 s (3 attempts and the retry waits)"
+    ) in captured.stdout
+
+
+def test_the_timeout_reaches_the_stream_options(ip: Any, faux: FauxRegistration) -> None:
+    seen: list[int | None] = []
+
+    def answer(context: Any, options: Any, state: Any, model: Any) -> Any:
+        seen.append(options.timeout_ms)
+        return faux_assistant_message("ok")
+
+    faux.set_responses([answer, answer, answer])
+    for line in ("", "--timeout 2.5", "--timeout 0"):
+        pi(ip, f"--model faux:faux-1 --tools none {line}", "q")
+    assert seen == [300_000, 2500, NO_TIMEOUT_MS]  # Pi's default idle timeout is 5 minutes
+    _, captured = run(ip, "%config PiMagics.timeout = 0\n%pi status")
+    assert "timeout: none (a server that never answers is waited on until Stop or an interrupt)" in (
+        captured.stdout
+    )
+
+
+def test_a_negative_timeout_is_a_usage_error(ip: Any) -> None:
+    with pytest.raises(UsageError, match=r"--timeout takes seconds, 0 or more \(0: no limit\), not -1.0"):
+        ip.run_cell_magic("pi", "--model faux:faux-1 --timeout -1", "q")
+    with pytest.raises(Exception, match="must be 0 or more"):
+        ip.magics_manager.registry["PiMagics"].timeout = -1
 
 
 # --- with the faux provider -----------------------------------------------------------------------

@@ -393,10 +393,18 @@ def words(n: int, tag: str) -> str:
 
 def test_automatic_compaction_near_the_window(ip: Any, small: FauxRegistration, sdir: Path) -> None:
     seen = Recorder()
-    small.set_responses(["ok one", "ok two", "SUMMARY: the user sent long lists.", seen.reply("ok three")])
+    timeouts: list[int] = []
+
+    def summary(context: Any, options: Any, state: Any, model: Any) -> Any:
+        timeouts.append(options.timeout_ms)
+        return faux_assistant_message("SUMMARY: the user sent long lists.")
+
+    small.set_responses(["ok one", "ok two", summary, seen.reply("ok three")])
     _, first = cell(ip, "--model tiny:tiny-1", words(150, "a"))  # ~270 tokens: below 2000 - 800
     assert "compacted" not in plain(first)
-    _, second = cell(ip, "", words(900, "b"))  # ~1350 tokens in context: over, compact after the run
+    # ~1350 tokens in context: over, compact after the run
+    _, second = cell(ip, "--timeout 7", words(900, "b"))
+    assert timeouts == [7000], "the summarizing request has the run's --timeout"
     text = plain(second)
     assert "Context compacted (context near the model's window):" in text
     assert ip.user_ns["_pi"].text == "ok two"  # the run's own answer, not the summary

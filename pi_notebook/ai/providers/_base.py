@@ -27,7 +27,7 @@ import httpx
 from ..abort import ABORT_MESSAGE, AbortError, run_abortable
 from ..event_stream import AssistantMessageEventStream, error_stream
 from ..events import DoneEvent, DoneReason, ErrorEvent, StartEvent
-from ..http import ProviderError, get_client, open_stream
+from ..http import ProviderError, get_client, open_stream, request_timeout, transport_error_text
 from ..options import SimpleStreamOptions, StreamOptions, coerce_options
 from ..redact import redact, secret_header_values
 from ..types import AssistantMessage, Context, Model, Usage
@@ -107,7 +107,7 @@ async def _produce(run: ProviderRun, body: Callable[[ProviderRun], Awaitable[Non
     except (Exception, asyncio.CancelledError) as exc:
         aborted = (signal is not None and signal.aborted) or isinstance(exc, asyncio.CancelledError)
         output.stop_reason = "aborted" if aborted else "error"
-        text = ABORT_MESSAGE if aborted else describe_error(exc, label if run.reading else None)
+        text = ABORT_MESSAGE if aborted else describe_error(exc, label if run.reading else None, run.options)
         # an error body or event may echo the request's credentials back
         secrets = [run.options.api_key, *secret_header_values(run.options.headers)]
         output.error_message = redact(text, [*secrets, *secret_header_values(run.model.headers)])
@@ -125,20 +125,17 @@ def redact_key(text: str, api_key: str | None) -> str:
 _SHAPE_ERRORS = (TypeError, AttributeError, KeyError, IndexError)
 
 
-def describe_error(exc: BaseException, label: str | None = None) -> str:
+def describe_error(exc: BaseException, label: str | None = None, options: StreamOptions | None = None) -> str:
     """The error message for ``exc``; with ``label`` (the response was being read) a shape
-    error says which provider sent data the parser could not read, not just Python's words."""
+    error says which provider sent data the parser could not read, not just Python's words,
+    and a timeout (its seconds from ``options``) says the answer went silent."""
     if label is not None and isinstance(exc, _SHAPE_ERRORS):
         return f"{label} sent a response of an unexpected shape ({type(exc).__name__}: {exc})"
     if isinstance(exc, ProviderError | StreamError):
         return str(exc)
     if isinstance(exc, httpx.TransportError):
-        text = str(exc)
-        return (
-            f"Connection error: {type(exc).__name__}: {text}"
-            if text
-            else f"Connection error: {type(exc).__name__}"
-        )
+        timeout = request_timeout(options) if options is not None else None
+        return transport_error_text(exc, timeout, streaming=label is not None)
     text = str(exc)
     return text if text else type(exc).__name__
 
