@@ -14,7 +14,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent))
 
 from jupyter_client.kernelspec import KernelSpecManager
-from jupyter_client.manager import KernelManager
+from jupyter_client.manager import AsyncKernelManager
 from kernel_driver import KERNEL_NAME, SETUP, Kernel, Watch, write_kernelspec
 
 pytestmark = pytest.mark.kernel
@@ -311,7 +311,7 @@ def test_nbclient_runs_are_headless_and_their_text_is_deterministic(tmp_path: Pa
     for _ in range(2):
         nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(s) for s in sources])
         specs = KernelSpecManager(kernel_dirs=[str(write_kernelspec(tmp_path))])
-        km = KernelManager(kernel_name=KERNEL_NAME, kernel_spec_manager=specs)
+        km = AsyncKernelManager(kernel_name=KERNEL_NAME, kernel_spec_manager=specs)
         nbclient.NotebookClient(nb, km=km, timeout=60).execute()
         runs.append(nb.cells)
     for cells in runs:
@@ -368,7 +368,7 @@ def test_a_failing_pi_cell_fails_a_headless_notebook(tmp_path: Path) -> None:
     ]
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(s) for s in sources])
     specs = KernelSpecManager(kernel_dirs=[str(write_kernelspec(tmp_path))])
-    km = KernelManager(kernel_name=KERNEL_NAME, kernel_spec_manager=specs)
+    km = AsyncKernelManager(kernel_name=KERNEL_NAME, kernel_spec_manager=specs)
     with pytest.raises(CellExecutionError) as failure:
         nbclient.NotebookClient(nb, km=km, timeout=60).execute()
     message = str(failure.value)

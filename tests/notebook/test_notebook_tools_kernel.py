@@ -14,7 +14,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent))
 
 from jupyter_client.kernelspec import KernelSpecManager
-from jupyter_client.manager import KernelManager
+from jupyter_client.manager import AsyncKernelManager
 from kernel_driver import KERNEL_NAME, SETUP, Kernel, Watch, write_kernelspec
 
 pytestmark = pytest.mark.kernel
@@ -58,7 +58,7 @@ def test_insert_cell_under_nbclient_inserts_nothing_and_shows_the_code(tmp_path:
     sources = [setup, run, "print(_pi.messages[2].content[0].text)"]
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(s) for s in sources])
     specs = KernelSpecManager(kernel_dirs=[str(write_kernelspec(tmp_path))])
-    km = KernelManager(kernel_name=KERNEL_NAME, kernel_spec_manager=specs)
+    km = AsyncKernelManager(kernel_name=KERNEL_NAME, kernel_spec_manager=specs)
     nbclient.NotebookClient(nb, km=km, timeout=60).execute()
     assert len(nb.cells) == 3  # nbclient ignores the set_next_input payload
     told = nb.cells[2].outputs[0].text

@@ -12,7 +12,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent))
 
 from jupyter_client.kernelspec import KernelSpecManager
-from jupyter_client.manager import KernelManager
+from jupyter_client.manager import AsyncKernelManager
 from kernel_driver import KERNEL_NAME, SETUP, Kernel, write_kernelspec
 
 from pi_notebook.session.storage import encode_cwd
@@ -87,7 +87,7 @@ def test_replay_under_nbclient_reproduces_the_outputs_without_a_model(
         monkeypatch.setenv("PI_NOTEBOOK_REPLAY", replay)
         nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(s) for s in sources])
         specs = KernelSpecManager(kernel_dirs=[str(write_kernelspec(tmp_path))])
-        km = KernelManager(kernel_name=KERNEL_NAME, kernel_spec_manager=specs)
+        km = AsyncKernelManager(kernel_name=KERNEL_NAME, kernel_spec_manager=specs)
         nbclient.NotebookClient(
             nb, km=km, timeout=60, resources={"metadata": {"path": str(tmp_path)}}
         ).execute()
@@ -111,7 +111,7 @@ def test_replay_of_an_unrecorded_cell_is_a_one_line_error(
     sources = [NOTEBOOK_SETUP, "%%pi --model faux:faux-1\nnever recorded"]
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(s) for s in sources])
     specs = KernelSpecManager(kernel_dirs=[str(write_kernelspec(tmp_path))])
-    km = KernelManager(kernel_name=KERNEL_NAME, kernel_spec_manager=specs)
+    km = AsyncKernelManager(kernel_name=KERNEL_NAME, kernel_spec_manager=specs)
     client = nbclient.NotebookClient(nb, km=km, timeout=60, resources={"metadata": {"path": str(tmp_path)}})
     with pytest.raises(nbclient.exceptions.CellExecutionError) as failure:
         client.execute()
