@@ -19,8 +19,9 @@ from typing import Any
 
 from .cost import calculate_context_tokens
 from .env import KEYLESS_PROVIDERS
+from .levels import ThinkingLevel
 from .options import SimpleStreamOptions, StreamOptions
-from .types import Context, Model, ThinkingLevel
+from .types import Context, Model
 
 __all__ = [
     "CHARS_PER_TOKEN",

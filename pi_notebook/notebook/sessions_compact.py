@@ -35,7 +35,7 @@ from ..session import (
     prepare_compaction,
     should_compact,
 )
-from .options import PiConfig
+from .config import PiConfig
 
 OVERFLOW_GAVE_UP = (
     "Context overflow recovery failed after one compact-and-retry attempt. "
