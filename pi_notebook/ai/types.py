@@ -17,6 +17,11 @@ from typing import Annotated, Any, Literal, TypeAlias
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag
 from pydantic.alias_generators import to_camel
 
+from . import levels
+
+ThinkingLevel: TypeAlias = levels.ThinkingLevel  # defined in ``levels.py``, kept importable here
+ModelThinkingLevel: TypeAlias = levels.ModelThinkingLevel
+
 StopReason: TypeAlias = Literal["pending", "stop", "length", "toolUse", "error", "aborted"]
 CacheRetention: TypeAlias = Literal["none", "short", "long"]
 Api: TypeAlias = str
