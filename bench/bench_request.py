@@ -437,13 +437,14 @@ def report(results: list[dict[str, Any]]) -> None:
     def values(measure: str, client: str, key: str) -> list[float]:
         return [r[key] for r in results if r["measure"] == measure and r["client"] == client]
 
-    def median_ms(measure: str, key: str) -> float:
+    def median_ms(measure: str, key: str, issue_floor: float) -> float:
+        """This run's floor in ms, or the issue's when the run did not measure it (no scaling)."""
         found = values(measure, "floor", key)
-        return statistics.median(found) * 1e3 if found else float("nan")
+        return statistics.median(found) * 1e3 if found else issue_floor
 
     scale = {
-        "warm": median_ms("warm", "cpu") / ISSUE_FLOOR_REQUEST_MS,
-        "first": median_ms("first", "wall") / ISSUE_FLOOR_FIRST_MS,
+        "warm": median_ms("warm", "cpu", ISSUE_FLOOR_REQUEST_MS) / ISSUE_FLOOR_REQUEST_MS,
+        "first": median_ms("first", "wall", ISSUE_FLOOR_FIRST_MS) / ISSUE_FLOOR_FIRST_MS,
     }
     print(f"\nms, median of runs (each in a fresh process); load average {os.getloadavg()[0]:.1f}")
     warm, first = scale["warm"], scale["first"]
