@@ -163,8 +163,8 @@ def traits_section(traits: dict[str, Any]) -> list[str]:
 
 def render() -> str:
     """The whole reference, from the live objects."""
-    from pi_notebook.notebook import magics
-    from pi_notebook.notebook.options import PARSER
+    from pi_notebook.notebook import commands, magics
+    from pi_notebook.notebook.config import PARSER
 
     traits = magics.PiMagics.class_traits(config=True)
     lines = [
@@ -177,12 +177,12 @@ def render() -> str:
         "mean in practice, read [the magic guide](../magic.md) and [the user guide](../guide.md).",
         "",
         *options_section(PARSER, traits),
-        *subcommands_section(magics._SUBCOMMANDS, magics.HELP),
+        *subcommands_section(commands.SUBCOMMANDS, commands.HELP),
         *traits_section(traits),
         "## `%pi help`",
         "",
         "```text",
-        magics.HELP.rstrip(),
+        commands.HELP.rstrip(),
         "```",
     ]
     return "\n".join(lines) + "\n"

@@ -209,6 +209,39 @@ def test_importing_the_notebook_package_loads_none_of_its_modules() -> None:
     assert out.stdout.strip() == "[]"
 
 
+def _new_modules(setup: str, code: str) -> list[str]:
+    """The modules ``code`` imports in a fresh interpreter after ``setup`` ran."""
+    script = f"import sys\n{setup}\nbefore = set(sys.modules)\n{code}\n"
+    script += "print(sorted(set(sys.modules) - before))"
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
+    return list(ast.literal_eval(out.stdout.strip().splitlines()[-1]))
+
+
+HEAVY = ("pydantic", "httpx", "jiter", "ipywidgets", "markdown_it", "importlib.metadata")
+
+
+def test_the_core_packages_load_their_modules_on_first_use() -> None:
+    """``import pi_notebook.ai`` / ``pi_notebook.agent`` load no module of theirs and nothing
+    heavy; a name loads the module that defines it."""
+    loaded = _new_modules("", "import pi_notebook.ai, pi_notebook.agent")
+    assert [m for m in loaded if m.startswith(("pi_notebook.ai.", "pi_notebook.agent.", *HEAVY))] == []
+    loaded = _new_modules("import pi_notebook.ai", "from pi_notebook.ai import ThinkingLevel")
+    assert loaded == ["pi_notebook.ai.levels"]
+
+
+def test_load_ext_loads_no_agent_provider_widget_or_renderer() -> None:
+    """``%load_ext pi_notebook`` imports only the light notebook modules: the agent, the data
+    model (pydantic), httpx, ipywidgets and the Markdown renderers load with the first run."""
+    setup = (
+        "from IPython.core.interactiveshell import InteractiveShell\n"
+        "shell = InteractiveShell.instance()"
+    )
+    loaded = _new_modules(setup, "shell.run_line_magic('load_ext', 'pi_notebook')")
+    assert "pi_notebook.notebook.magics" in loaded  # the extension did load
+    heavy = ("pi_notebook.agent", "pi_notebook.session", "pi_notebook.mcp", "pi_notebook.ai.types")
+    assert [m for m in loaded if m.startswith((*heavy, *HEAVY))] == []
+
+
 def _core_modules() -> list[ModuleType]:
     """Every module of ``pi_notebook.ai`` and ``pi_notebook.agent`` (without the provider
     implementations in ``pi_notebook.ai.providers``, which the registry loads on demand)."""

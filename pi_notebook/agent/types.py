@@ -25,6 +25,7 @@ from pydantic_core import core_schema
 from ..ai.abort import AbortSignal
 from ..ai.event_stream import AssistantMessageEventStream
 from ..ai.events import AssistantMessageEvent
+from ..ai.levels import ModelThinkingLevel
 from ..ai.options import SimpleStreamOptions
 from ..ai.types import (
     AssistantMessage,
@@ -32,7 +33,6 @@ from ..ai.types import (
     ImageContent,
     LlmMessage,
     Model,
-    ModelThinkingLevel,
     TextContent,
     Tool,
     ToolCall,

@@ -2,79 +2,160 @@
 
 Typed messages and usage, the ``AssistantMessageEvent`` streaming protocol, entry points
 whose streams never raise, providers over ``httpx``, a model catalogue and the faux provider
-(``pi_notebook.ai.faux``). Provider modules load on first use, so importing this package
-stays cheap (no httpx until a request is made).
+(``pi_notebook.ai.faux``). Every name loads its module on first access (``__getattr__``
+below), and provider modules load on first use, so importing this package costs next to
+nothing and a first request loads only what it uses.
 """
 
 from __future__ import annotations
 
-from .abort import AbortController, AbortError, AbortSignal
-from .cost import calculate_cost
-from .entry import complete, complete_simple, stream, stream_simple
-from .env import get_env_api_key
-from .event_stream import AssistantMessageEventStream, EventStream
-from .events import (
-    AssistantMessageEvent,
-    DoneEvent,
-    ErrorEvent,
-    StartEvent,
-    TextDeltaEvent,
-    TextEndEvent,
-    TextStartEvent,
-    ThinkingDeltaEvent,
-    ThinkingEndEvent,
-    ThinkingStartEvent,
-    ToolCallDeltaEvent,
-    ToolCallEndEvent,
-    ToolCallStartEvent,
-)
-from .json_parse import parse_streaming_json
-from .models import (
-    ModelNotFoundError,
-    clamp_thinking_level,
-    get_model,
-    get_models,
-    get_providers,
-    get_supported_thinking_levels,
-    models_are_equal,
-    openai_compatible_model,
-    register_models,
-    resolve_model,
-)
-from .options import SimpleStreamOptions, StreamOptions
-from .overflow import is_context_overflow
-from .registry import ApiProvider, get_api_provider, register_api_provider, unregister_api_providers
-from .retry import RetryPolicy, is_retryable_assistant_error, retry_assistant_call
-from .text import sanitize_surrogates
-from .transform import transform_messages
-from .types import (
-    AssistantMessage,
-    AssistantMessageDiagnostic,
-    CacheRetention,
-    Context,
-    Cost,
-    CostTier,
-    ImageContent,
-    LlmMessage,
-    Message,
-    Model,
-    ModelCost,
-    ModelThinkingLevel,
-    StopReason,
-    TextContent,
-    ThinkingContent,
-    ThinkingLevel,
-    Tool,
-    ToolCall,
-    ToolResultMessage,
-    Usage,
-    UserMessage,
-    content_text,
-    message_text,
-    now_ms,
-)
-from .validation import TypeBoxSchema, validate_tool_arguments, validate_tool_call
+from typing import TYPE_CHECKING
 
+from .._lazy import exports
+
+if TYPE_CHECKING:
+    from .abort import AbortController, AbortError, AbortSignal
+    from .cost import calculate_cost
+    from .entry import complete, complete_simple, stream, stream_simple
+    from .env import get_env_api_key
+    from .event_stream import AssistantMessageEventStream, EventStream
+    from .events import (
+        AssistantMessageEvent,
+        DoneEvent,
+        ErrorEvent,
+        StartEvent,
+        TextDeltaEvent,
+        TextEndEvent,
+        TextStartEvent,
+        ThinkingDeltaEvent,
+        ThinkingEndEvent,
+        ThinkingStartEvent,
+        ToolCallDeltaEvent,
+        ToolCallEndEvent,
+        ToolCallStartEvent,
+    )
+    from .json_parse import parse_streaming_json
+    from .levels import ModelThinkingLevel, ThinkingLevel
+    from .models import (
+        ModelNotFoundError,
+        clamp_thinking_level,
+        get_model,
+        get_models,
+        get_providers,
+        get_supported_thinking_levels,
+        models_are_equal,
+        openai_compatible_model,
+        register_models,
+        resolve_model,
+    )
+    from .options import SimpleStreamOptions, StreamOptions
+    from .overflow import is_context_overflow
+    from .registry import ApiProvider, get_api_provider, register_api_provider, unregister_api_providers
+    from .retry import RetryPolicy, is_retryable_assistant_error, retry_assistant_call
+    from .text import sanitize_surrogates
+    from .transform import transform_messages
+    from .types import (
+        AssistantMessage,
+        AssistantMessageDiagnostic,
+        CacheRetention,
+        Context,
+        Cost,
+        CostTier,
+        ImageContent,
+        LlmMessage,
+        Message,
+        Model,
+        ModelCost,
+        StopReason,
+        TextContent,
+        ThinkingContent,
+        Tool,
+        ToolCall,
+        ToolResultMessage,
+        Usage,
+        UserMessage,
+        content_text,
+        message_text,
+        now_ms,
+    )
+    from .validation import TypeBoxSchema, validate_tool_arguments, validate_tool_call
+
+_HOMES = {
+    "AbortController": "abort",
+    "AbortError": "abort",
+    "AbortSignal": "abort",
+    "ApiProvider": "registry",
+    "AssistantMessage": "types",
+    "AssistantMessageDiagnostic": "types",
+    "AssistantMessageEvent": "events",
+    "AssistantMessageEventStream": "event_stream",
+    "CacheRetention": "types",
+    "Context": "types",
+    "Cost": "types",
+    "CostTier": "types",
+    "DoneEvent": "events",
+    "ErrorEvent": "events",
+    "EventStream": "event_stream",
+    "ImageContent": "types",
+    "LlmMessage": "types",
+    "Message": "types",
+    "Model": "types",
+    "ModelCost": "types",
+    "ModelNotFoundError": "models",
+    "ModelThinkingLevel": "levels",
+    "RetryPolicy": "retry",
+    "SimpleStreamOptions": "options",
+    "StartEvent": "events",
+    "StopReason": "types",
+    "StreamOptions": "options",
+    "TextContent": "types",
+    "TextDeltaEvent": "events",
+    "TextEndEvent": "events",
+    "TextStartEvent": "events",
+    "ThinkingContent": "types",
+    "ThinkingDeltaEvent": "events",
+    "ThinkingEndEvent": "events",
+    "ThinkingLevel": "levels",
+    "ThinkingStartEvent": "events",
+    "Tool": "types",
+    "ToolCall": "types",
+    "ToolCallDeltaEvent": "events",
+    "ToolCallEndEvent": "events",
+    "ToolCallStartEvent": "events",
+    "ToolResultMessage": "types",
+    "TypeBoxSchema": "validation",
+    "Usage": "types",
+    "UserMessage": "types",
+    "calculate_cost": "cost",
+    "clamp_thinking_level": "models",
+    "complete": "entry",
+    "complete_simple": "entry",
+    "content_text": "types",
+    "get_api_provider": "registry",
+    "get_env_api_key": "env",
+    "get_model": "models",
+    "get_models": "models",
+    "get_providers": "models",
+    "get_supported_thinking_levels": "models",
+    "is_context_overflow": "overflow",
+    "is_retryable_assistant_error": "retry",
+    "message_text": "types",
+    "models_are_equal": "models",
+    "now_ms": "types",
+    "openai_compatible_model": "models",
+    "parse_streaming_json": "json_parse",
+    "register_api_provider": "registry",
+    "register_models": "models",
+    "resolve_model": "models",
+    "retry_assistant_call": "retry",
+    "sanitize_surrogates": "text",
+    "stream": "entry",
+    "stream_simple": "entry",
+    "transform_messages": "transform",
+    "unregister_api_providers": "registry",
+    "validate_tool_arguments": "validation",
+    "validate_tool_call": "validation",
+}
 __all__ = [
     "AbortController",
     "AbortError",
@@ -151,3 +232,6 @@ __all__ = [
     "validate_tool_arguments",
     "validate_tool_call",
 ]
+
+
+__getattr__, __dir__ = exports(__name__, _HOMES, __all__)

@@ -150,23 +150,55 @@ def _blocks_text(blocks: Sequence[Any]) -> str:
     return "\n".join(parts)
 
 
+_compact_json = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
+
+
 def _js_json(value: Any) -> str:
     """``JSON.stringify`` layout: compact separators, non-ASCII kept."""
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+    return _compact_json(value)
+
+
+def _message_text(m: Any) -> str:
+    if m.role == "user":
+        return f"user:{m.content if isinstance(m.content, str) else _blocks_text(m.content)}"
+    if m.role == "assistant":
+        return f"assistant:{_blocks_text(m.content)}"
+    return f"toolResult:{m.tool_name}\n{_blocks_text(m.content)}"
+
+
+class _SerializedMessages:
+    """The serialized messages of the previous call, reused for the same message objects.
+
+    An agent sends its whole transcript on every turn, so serializing every message afresh made
+    the estimate of a long faux conversation quadratic in its length. A message object seen at
+    the same position in the previous context keeps its text; any other is serialized. (A message
+    changed in place after it was sent would keep its old text: transcripts are not edited so.)
+    """
+
+    def __init__(self) -> None:
+        self._previous: list[tuple[Any, str]] = []
+
+    def texts(self, messages: Sequence[Any]) -> list[str]:
+        previous = self._previous
+        known = len(previous)
+        current = [
+            (m, previous[i][1] if i < known and previous[i][0] is m else _message_text(m))
+            for i, m in enumerate(messages)
+        ]
+        self._previous = current
+        return [text for _, text in current]
 
 
 def serialize_context(context: Context) -> str:
+    """Pi's faux serialization of a context, whose length is the prompt-token estimate."""
+    return _serialize(context, [_message_text(m) for m in context.messages])
+
+
+def _serialize(context: Context, message_texts: list[str]) -> str:
     parts: list[str] = []
     if context.system_prompt:
         parts.append(f"system:{context.system_prompt}")
-    for m in context.messages:
-        if m.role == "user":
-            text = m.content if isinstance(m.content, str) else _blocks_text(m.content)
-            parts.append(f"user:{text}")
-        elif m.role == "assistant":
-            parts.append(f"assistant:{_blocks_text(m.content)}")
-        else:
-            parts.append(f"toolResult:{m.tool_name}\n{_blocks_text(m.content)}")
+    parts += message_texts
     if context.tools:
         # Pi stringifies the tool objects it is given; from an agent those carry ``label`` and
         # ``executionMode`` too (see ``AgentTool.to_tool``), which count towards the estimate.
@@ -179,11 +211,18 @@ def _tokens(text_len: int) -> int:
 
 
 def _common_prefix(a: str, b: str) -> int:
+    """The length of the common prefix, by halving with slice comparisons (done in C)."""
     n = min(len(a), len(b))
-    i = 0
-    while i < n and a[i] == b[i]:
-        i += 1
-    return i
+    if a[:n] == b[:n]:
+        return n
+    low, high = 0, n  # a[:low] == b[:low] and a[:high] != b[:high]
+    while high - low > 1:
+        middle = (low + high) // 2
+        if a[low:middle] == b[low:middle]:
+            low = middle
+        else:
+            high = middle
+    return low
 
 
 # --- the core ------------------------------------------------------------------------------
@@ -200,9 +239,10 @@ class _FauxCore:
     state: FauxState = field(default_factory=FauxState)
     queue: list[FauxResponse] = field(default_factory=list)
     sessions: dict[str, str] = field(default_factory=dict)
+    serialized: _SerializedMessages = field(default_factory=_SerializedMessages)
 
     def usage_for(self, context: Context, message: AssistantMessage, options: StreamOptions) -> Usage:
-        prompt = serialize_context(context)
+        prompt = _serialize(context, self.serialized.texts(context.messages))
         prompt_tokens = _tokens(len(prompt))
         output = _tokens(len(_blocks_text(message.content)))
         usage = Usage(input=prompt_tokens, output=output)

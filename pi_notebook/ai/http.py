@@ -7,8 +7,10 @@ the words of a transport failure.
 bounds connecting and each wait for the next bytes (the response's headers, then every read
 of the streamed body), never the length of a whole answer, which may stream for minutes.
 
-A client is built once per loop (building one costs 50-100 ms for its SSL context) and reused
-for every request, so a warm request costs no more than the raw httpx floor.
+A client is built once per loop and reused for every request, so a warm request costs no more
+than the raw httpx floor. Its SSL context loads the trusted certificates before its first TLS
+handshake rather than when the client is built (``DeferredTrustContext``): a first request to
+a local server over plain HTTP never pays for them.
 """
 
 from __future__ import annotations
@@ -17,7 +19,11 @@ import asyncio
 import email.utils
 import json
 import math
+import os
 import random
+import ssl
+import sys
+import threading
 import time
 import weakref
 from collections.abc import Callable, Mapping
@@ -74,13 +80,64 @@ def transport_error_text(
     return f"Connection error: {name}: {text}" if text else f"Connection error: {name}"
 
 
+class DeferredTrustContext(ssl.SSLContext):
+    """httpx's default client context, whose trusted certificates load before its first handshake.
+
+    httpx builds ``ssl.create_default_context(cafile=certifi.where())`` (``SSL_CERT_FILE`` or
+    ``SSL_CERT_DIR`` when set) with every client: parsing the bundle takes tens of milliseconds
+    of a fresh process, which a request to a local server over plain HTTP never needs. This
+    context has the settings ``create_default_context`` gives a client on this Python and loads
+    the same certificates by the same rules on its first ``wrap_bio`` / ``wrap_socket``, the two
+    ways a TLS connection is made from a context. ``tests/ai/test_http_tls.py`` compares it
+    with httpx's own and makes real handshakes with it.
+    """
+
+    def __new__(cls) -> DeferredTrustContext:
+        return super().__new__(cls, ssl.PROTOCOL_TLS_CLIENT)
+
+    def __init__(self) -> None:
+        self.verify_mode = ssl.CERT_REQUIRED
+        self.check_hostname = True
+        if sys.version_info >= (3, 13):  # as create_default_context does from 3.13 on
+            self.verify_flags |= ssl.VERIFY_X509_PARTIAL_CHAIN | ssl.VERIFY_X509_STRICT
+        keylog = os.environ.get("SSLKEYLOGFILE")
+        if keylog and not sys.flags.ignore_environment:
+            self.keylog_filename = keylog
+        self._trust_lock = threading.Lock()
+        self._trusted = False
+
+    def load_trust(self) -> None:
+        """Load the certificates httpx would trust (once; every handshake calls this first)."""
+        with self._trust_lock:
+            if self._trusted:
+                return
+            if os.environ.get("SSL_CERT_FILE"):
+                self.load_verify_locations(cafile=os.environ["SSL_CERT_FILE"])
+            elif os.environ.get("SSL_CERT_DIR"):
+                self.load_verify_locations(capath=os.environ["SSL_CERT_DIR"])
+            else:
+                import certifi
+
+                self.load_verify_locations(cafile=certifi.where())
+            self._trusted = True
+
+    def wrap_socket(self, *args: Any, **kwargs: Any) -> ssl.SSLSocket:
+        self.load_trust()
+        return super().wrap_socket(*args, **kwargs)
+
+    def wrap_bio(self, *args: Any, **kwargs: Any) -> ssl.SSLObject:
+        self.load_trust()
+        return super().wrap_bio(*args, **kwargs)
+
+
 def get_client(options: StreamOptions | None = None) -> httpx.AsyncClient:
     if options is not None and options.http_client is not None:
         return options.http_client
     loop = asyncio.get_running_loop()
     client = _clients.get(loop)
     if client is None or client.is_closed:
-        client = httpx.AsyncClient(timeout=DEFAULT_TIMEOUT, follow_redirects=True)
+        verify = DeferredTrustContext()
+        client = httpx.AsyncClient(timeout=DEFAULT_TIMEOUT, follow_redirects=True, verify=verify)
         _clients[loop] = client
     return client
 

@@ -26,9 +26,9 @@ from urllib.parse import urlsplit
 
 from pydantic import ValidationError
 
-from .types import Model, ModelThinkingLevel
+from .levels import THINKING_LEVELS, ModelThinkingLevel
+from .types import Model
 
-THINKING_LEVELS: tuple[ModelThinkingLevel, ...] = ("off", "minimal", "low", "medium", "high", "xhigh", "max")
 USER_MODELS_ENV = "PI_NOTEBOOK_MODELS"
 
 Catalogue = dict[str, dict[str, Model]]

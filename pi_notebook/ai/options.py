@@ -11,7 +11,8 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
-from .types import CacheRetention, ThinkingLevel
+from .levels import ThinkingLevel
+from .types import CacheRetention
 
 if TYPE_CHECKING:
     import httpx

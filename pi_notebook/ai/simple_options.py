@@ -13,14 +13,16 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from .cost import calculate_context_tokens
 from .env import KEYLESS_PROVIDERS
+from .levels import ThinkingLevel
 from .options import SimpleStreamOptions, StreamOptions
-from .types import Context, Model, ThinkingLevel
+from .types import Context, Model
 
 __all__ = [
     "CHARS_PER_TOKEN",
@@ -119,10 +121,48 @@ def _last_usage(messages: Sequence[Any]) -> tuple[int, int] | None:
 
 
 def _tools_tokens(tools: Sequence[Any] | None) -> int:
+    """Tokens of the tools' JSON array. Its length is the elements' lengths plus brackets and
+    commas, and an element's is remembered (``_tool_chars``): the agent sends the same tools on
+    every call, and serializing them again cost ~10 µs per tool and request."""
     if not tools:
         return 0
-    dumped = [tool.model_dump() if hasattr(tool, "model_dump") else tool for tool in tools]
-    return estimate_text_tokens(_js_json(dumped))
+    lengths = [n for n in map(_tool_chars, tools) if n is not None]
+    if len(lengths) < len(tools):  # Pi stringifies the whole array, or fails
+        return estimate_text_tokens(_js_json([_dumped(tool) for tool in tools]))
+    return math.ceil((sum(lengths) + len(lengths) + 1) / CHARS_PER_TOKEN)
+
+
+def _dumped(tool: Any) -> Any:
+    return tool.model_dump() if hasattr(tool, "model_dump") else tool
+
+
+_json_lengths: dict[int, tuple[weakref.ref[Any], Any, int | None]] = {}
+
+
+def _tool_chars(tool: Any) -> int | None:
+    """JavaScript length of ``tool``'s JSON (``None``: it does not serialize), kept per tool
+    object while it lives and its fields keep their values (compared with a copy taken when it
+    was measured; the ``parameters`` schema by identity: as for ``AgentTool.to_tool``, a schema
+    in use is not edited in place)."""
+    if not hasattr(tool, "model_dump"):
+        return _json_length(tool)
+    fields = [value for name, value in vars(tool).items() if name != "parameters"]
+    key = (id(tool.parameters), fields, dict(tool.model_extra or {}))
+    found = _json_lengths.get(id(tool))
+    if found is not None and found[0]() is tool and found[1] == key:
+        return found[2]
+    length = _json_length(tool.model_dump())
+    ident = id(tool)
+    _json_lengths[ident] = (weakref.ref(tool, lambda _: _json_lengths.pop(ident, None)), key, length)
+    return length
+
+
+def _json_length(value: Any) -> int | None:
+    try:
+        text = json.dumps(value, separators=(",", ":"), ensure_ascii=False, default=str)
+    except (TypeError, ValueError):
+        return None
+    return _js_length(text)
 
 
 def _estimate_messages(messages: Sequence[Any]) -> ContextEstimate:

@@ -17,12 +17,12 @@ from typing import Annotated, Any, Literal, TypeAlias
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag
 from pydantic.alias_generators import to_camel
 
+from . import levels
+
+ThinkingLevel: TypeAlias = levels.ThinkingLevel  # defined in ``levels.py``, kept importable here
+ModelThinkingLevel: TypeAlias = levels.ModelThinkingLevel
+
 StopReason: TypeAlias = Literal["pending", "stop", "length", "toolUse", "error", "aborted"]
-ThinkingLevel: TypeAlias = Literal["minimal", "low", "medium", "high", "xhigh", "max"]
-"""A reasoning level a request can ask for (``SimpleStreamOptions.reasoning``; ``None`` = off)."""
-ModelThinkingLevel: TypeAlias = Literal["off", ThinkingLevel]
-"""A model's or an agent's setting: ``"off"`` or one of the request levels (the agent layer
-calls it ``ThinkingLevel``, as Pi's agent does)."""
 CacheRetention: TypeAlias = Literal["none", "short", "long"]
 Api: TypeAlias = str
 KNOWN_APIS: tuple[str, ...] = (

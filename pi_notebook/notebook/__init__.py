@@ -10,29 +10,34 @@ ipywidgets.
 * ``state``: ``NotebookState``, one per shell: conversations, defaults, notebook tools, cell
   error log, approval setup, the kernel's MCP servers, and the observer hooks a conversation
   recorder plugs into.
-* ``options`` (``PiConfig``, the ``%%pi`` parser), ``magics`` (``PiMagics``: ``%%pi``
-  fallback and ``%pi``), ``runner`` (one run), ``extension`` (``%load_ext``), ``approval``
-  (policies, the gate, ``ask_approval`` for user hooks), ``mcp_magic`` (``%pi mcp``),
-  ``interrupts`` (SIGINT and the fallback's main-thread bridge), ``tools`` and ``cells`` (the
-  notebook tools), ``references`` (bounded, secret-safe summaries), ``result`` (``PiResult``),
-  ``conversations`` (the functions behind ``pi_notebook.current()``), ``faux_stand_in``.
+* ``config`` (``PiConfig``, the ``%%pi`` parser, the policy names), ``options`` (the options
+  of one cell), ``magics`` (``PiMagics``: ``%%pi`` fallback and ``%pi``), ``commands`` (the
+  ``%pi`` subcommands), ``runner`` (one run), ``extension`` (``%load_ext``), ``approval`` (the
+  gate, ``ask_approval`` for user hooks), ``mcp_magic`` (``%pi mcp``), ``interrupts`` (SIGINT
+  and the fallback's main-thread bridge), ``tools``, ``cells`` and ``cell_log`` (the notebook
+  tools and what they read), ``references`` (bounded, secret-safe summaries), ``result``
+  (``PiResult``), ``conversations`` (the functions behind ``pi_notebook.current()``),
+  ``faux_stand_in``.
 
 Importing this package imports nothing heavy: the names of ``__all__`` load their module on
-first access (so ``import pi_notebook.notebook`` stays cheap for ``%load_ext``).
+first access. ``%load_ext`` loads only ``extension``, ``magics``, ``config``, ``state``,
+``cell_log`` and ``kernel_compat`` (and what they import: IPython, traitlets); the agent,
+pydantic, httpx, ipywidgets and the renderers load with the first ``%%pi`` or ``%pi``.
 """
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from .._lazy import exports
 
 if TYPE_CHECKING:
     from .approval import ask_approval
+    from .config import PiConfig
     from .errors import RunFailed
     from .extension import load_ipython_extension, unload_ipython_extension
     from .magics import PiMagics
     from .observer import StateObserver
-    from .options import PiConfig
     from .render import render_html, render_text
     from .result import PiResult
     from .run_view import RunView, StaticView
@@ -43,7 +48,7 @@ if TYPE_CHECKING:
 _HOMES = {
     "LiveView": "widgets",
     "NotebookState": "state",
-    "PiConfig": "options",
+    "PiConfig": "config",
     "PiMagics": "magics",
     "PiResult": "result",
     "RunFailed": "errors",
@@ -80,14 +85,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    home = _HOMES.get(name)
-    if home is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{home}"), name)
-    globals()[name] = value  # later lookups skip this function
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted([*globals(), *__all__])
+__getattr__, __dir__ = exports(__name__, _HOMES, __all__)

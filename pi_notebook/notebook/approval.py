@@ -45,11 +45,10 @@ from typing import Any, Literal, TypeAlias
 from ..agent.types import AgentTool, BeforeToolCallContext, BeforeToolCallResult
 from ..ai.abort import AbortSignal
 from ..ai.types import ToolCall
+from .config import POLICIES, Policy
 from .kernel_compat import execute_request_content, get_kernel, inactive_controls_reason, widgets_available
 from .tools import WRITE_TOOLS
 
-Policy: TypeAlias = Literal["ask", "auto", "deny"]
-POLICIES: tuple[Policy, ...] = ("ask", "auto", "deny")
 STATE_CHANGING_TOOLS: frozenset[str] = frozenset(WRITE_TOOLS)
 """The notebook tools the policy gates (declared with ``changes_state=True`` in ``tools.py``)."""
 
@@ -188,22 +187,6 @@ class ToolPolicy:
     source: Literal["config", "tool", "run"]
     key: str = ""
     """The ``c.PiMagics.approvals`` entry that matched (source ``config``)."""
-
-
-def check_approvals(value: Any) -> dict[str, Policy]:
-    """A valid ``c.PiMagics.approvals`` map (tool name or glob pattern -> policy); raises
-    ``ValueError`` naming the bad entry."""
-    if not isinstance(value, Mapping):
-        raise ValueError("PiMagics.approvals maps tool names to ask, auto or deny")
-    out: dict[str, Policy] = {}
-    for name, policy in value.items():
-        text = str(policy).strip().lower()
-        if not isinstance(name, str) or not name or text not in POLICIES:
-            raise ValueError(
-                f"PiMagics.approvals[{name!r}] must be one of ask, auto, deny, not {policy!r}"
-            )
-        out[name] = text
-    return out
 
 
 def configured_policy(approvals: Mapping[str, Policy], name: str) -> tuple[str, Policy] | None:

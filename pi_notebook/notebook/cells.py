@@ -3,11 +3,12 @@ the display outputs and the errors recorded per execution count) and the noteboo
 last saved.
 
 Display outputs: IPython keeps no display history a kernel can rely on (ipykernel stores none
-by default), so ``CellLog.watch`` records the bundles published through the shell's display
-publisher while a cell runs (``display()``, a matplotlib figure the inline backend shows after
-the cell, rich reprs) and files them under the cell's execution count when it ends. Output
+by default), so ``CellErrorLog.watch`` (``cell_log.py``) records the bundles published through
+the shell's display publisher while a cell runs (``display()``, a matplotlib figure the inline
+backend shows after the cell, rich reprs) and files them under the cell's execution count when
+it ends. Output
 captured by ``%%capture`` or ``run_code`` never reaches that publisher and is not recorded.
-The record is bounded: ``MAX_OUTPUTS`` bundles a cell, the last ``MAX_CELLS`` cells.
+The record is bounded (``cell_log.py``).
 
 Everything returned is bounded (``references.truncate``, ``outputs.ImageBudget``); the callers
 redact secrets.
@@ -21,52 +22,12 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from .cell_log import CellErrorLog
 from .outputs import ImageBudget, bundle_text
 from .references import summarize, truncate
 
 _PI_CELL = re.compile(r"^\s*%%pi(\s|$)", re.MULTILINE)
-_RECORDER = "__pi_notebook_recorder__"
-MAX_OUTPUTS = 8
-MAX_CELLS = 40
 OUTPUT_CHARS = 800
-
-
-class CellErrorLog:
-    """Errors and display outputs of executed cells by execution count, filed by IPython's
-    ``post_run_cell`` event (``record``)."""
-
-    def __init__(self) -> None:
-        self.errors: dict[int, str] = {}
-        self.outputs: dict[int, list[dict[str, Any]]] = {}
-        self._pending: list[dict[str, Any]] = []
-
-    def watch(self, shell: Any) -> None:
-        """Record what ``shell``'s display publisher shows (once per publisher)."""
-        publisher = getattr(shell, "display_pub", None)
-        publish = getattr(publisher, "publish", None)
-        if publish is None or getattr(publish, _RECORDER, None) is self:
-            return
-
-        def recording_publish(data: Any = None, metadata: Any = None, *args: Any, **kwargs: Any) -> Any:
-            if isinstance(data, dict) and not kwargs.get("update") and len(self._pending) < MAX_OUTPUTS:
-                self._pending.append(dict(data))
-            return publish(data, metadata, *args, **kwargs)
-
-        setattr(recording_publish, _RECORDER, self)
-        setattr(publisher, "publish", recording_publish)
-
-    def record(self, result: Any) -> None:
-        error = getattr(result, "error_in_exec", None) or getattr(result, "error_before_exec", None)
-        count = getattr(result, "execution_count", None)
-        pending, self._pending = self._pending, []
-        if not isinstance(count, int):
-            return
-        if error is not None:
-            self.errors[count] = truncate(f"{type(error).__name__}: {error}", 500)
-        if pending:
-            self.outputs[count] = pending
-            for old in sorted(self.outputs)[:-MAX_CELLS]:
-                del self.outputs[old]
 
 
 def history_text(

@@ -16,7 +16,8 @@ from __future__ import annotations
 from typing import Any
 
 from ..agent import Agent
-from .options import DEFAULT_NAME, DEFAULT_SYSTEM_PROMPT, MODEL_ENV, Defaults, resolve_model
+from .config import DEFAULT_NAME, DEFAULT_SYSTEM_PROMPT, MODEL_ENV, Defaults
+from .options import resolve_model
 from .state import has_model, state_for
 
 __all__ = [

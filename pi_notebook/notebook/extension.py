@@ -16,7 +16,9 @@ cell, so it does the cheap check first.
 Loading also registers ``PiMagics`` (``%%pi`` fallback, ``%pi``), a ``post_run_cell`` hook
 that records cell errors for ``read_cells``, and, on ipykernel >= 7.4, the ``comm_msg``
 status wrapper (``kernel_compat.install_comm_ack``), and starts the MCP servers of
-``c.PiMagics.mcp_config`` if set. Loading twice is harmless.
+``c.PiMagics.mcp_config`` if set. Loading twice is harmless. Loading imports only the light
+modules those need (``magics``, ``config``, ``state``, ``cell_log``, ``kernel_compat``): the agent,
+the providers, pydantic, ipywidgets and the renderers load with the first ``%%pi`` or ``%pi``.
 """
 
 from __future__ import annotations
@@ -26,7 +28,6 @@ from typing import Any
 
 from .kernel_compat import can_await, get_kernel, install_comm_ack, uninstall_comm_ack
 from .magics import PiMagics
-from .runner import run_pi
 from .state import state_for
 
 _MARKER = "__pi_notebook_transformer__"
@@ -61,6 +62,8 @@ def make_transformer(shell: Any) -> Any:
         line, body = found
         if not can_await(shell):
             return [_SYNC_CALL.format(line=line, body=body)]
+        from .runner import run_pi  # the run machinery loads with the first %%pi cell
+
         shell.user_ns[RUN_NAME] = run_pi  # a %reset or the user may have removed it
         shell.user_ns_hidden[RUN_NAME] = run_pi
         return [_AWAIT_CALL.format(line=line, body=body)]

@@ -25,8 +25,8 @@ from __future__ import annotations
 
 import inspect
 import re
+import sys
 from collections.abc import Awaitable, Callable
-from importlib import metadata
 from typing import Any
 
 MIN_INTERACTIVE_IPYKERNEL = (7, 4)
@@ -50,6 +50,13 @@ def parse_version(text: str) -> tuple[int, ...]:
 
 
 def ipykernel_version() -> tuple[int, ...] | None:
+    """The installed ipykernel's version: the running kernel's own ``__version__`` when it is
+    imported (``importlib.metadata`` costs tens of milliseconds to import at ``%load_ext``)."""
+    version = getattr(sys.modules.get("ipykernel"), "__version__", None)
+    if isinstance(version, str):
+        return parse_version(version)
+    from importlib import metadata
+
     try:
         return parse_version(metadata.version("ipykernel"))
     except metadata.PackageNotFoundError:

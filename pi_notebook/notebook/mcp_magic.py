@@ -20,7 +20,8 @@ from typing import TYPE_CHECKING, Any
 
 from IPython.core.error import UsageError
 
-from .approval import POLICIES, tool_policy
+from .approval import tool_policy
+from .config import POLICIES
 from .state import NotebookState
 
 if TYPE_CHECKING:

@@ -7,11 +7,12 @@ without importing the state that owns it.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ..agent import Agent
-from ..ai.types import UserMessage
-from .result import PiResult
+if TYPE_CHECKING:  # annotations only: ``state.py`` re-exports this class and loads at %load_ext
+    from ..agent import Agent
+    from ..ai.types import UserMessage
+    from .result import PiResult
 
 
 class StateObserver:

@@ -43,11 +43,12 @@ from ..agent.types import (
 from ..ai.abort import ABORT_MESSAGE, AbortSignal
 from ..ai.types import TextContent, UserMessage
 from .approval import STATE_CHANGING_TOOLS, ApprovalGate, activate, deactivate, tool_policy
+from .config import MODEL_ENV
 from .errors import RunFailed, RunInterrupted, explain_error
 from .interrupts import MainThreadBridge, watch_sigint
 from .kernel_compat import cell_running, get_kernel, install_comm_ack
 from .model_request import RequestSettings, seed_notice
-from .options import MODEL_ENV, RunOptions, parse_options
+from .options import RunOptions, parse_options
 from .references import expand_references, format_references
 from .render import render_text
 from .result import PiResult, run_result

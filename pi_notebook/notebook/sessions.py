@@ -46,8 +46,8 @@ from ..session import (
     resume,
 )
 from ..session.storage import default_session_dir
+from .config import PiConfig, env_flag
 from .observer import StateObserver
-from .options import PiConfig, env_flag
 from .references import redact_known, secret_values
 
 SESSION_DIR_ENV = "PI_NOTEBOOK_SESSION_DIR"

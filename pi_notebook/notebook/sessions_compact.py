@@ -35,8 +35,8 @@ from ..session import (
     prepare_compaction,
     should_compact,
 )
+from .config import PiConfig
 from .model_request import timeout_ms
-from .options import PiConfig
 
 OVERFLOW_GAVE_UP = (
     "Context overflow recovery failed after one compact-and-retry attempt. "

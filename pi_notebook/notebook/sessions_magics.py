@@ -1,6 +1,6 @@
 """The session subcommands of ``%pi``: sessions, resume, branch, fork, name, compact.
 
-Each takes ``(magics, name, rest)`` like the other subcommands in ``magics.py``, which adds
+Each takes ``(state, name, rest)`` like the other subcommands in ``commands.py``, which adds
 ``SESSION_SUBCOMMANDS`` to its table. They act on the conversation ``name`` (``--name``) and
 its session (``sessions.py``). A command that needs a model (``compact``,
 ``branch --summarize``) runs it on a private event loop in a worker thread: a line magic
@@ -20,10 +20,11 @@ from IPython.core.error import UsageError
 
 from ..agent import Agent
 from ..session import CompactionError, SessionError, branch_with_generated_summary
-from .options import DEFAULT_NAME, MODEL_ENV
+from .config import DEFAULT_NAME, MODEL_ENV
 from .references import truncate
 from .sessions import NotebookSessions, user_turns
 from .sessions_compact import compact_now, describe, summary_request
+from .state import NotebookState
 
 _T = TypeVar("_T")
 
@@ -56,14 +57,9 @@ def run_coroutine(factory: Callable[[], Coroutine[Any, Any, _T]]) -> _T:
     return out[0]
 
 
-def _sessions(magics: Any) -> NotebookSessions:
-    sessions: NotebookSessions = magics.state.sessions
-    return sessions
-
-
-def _agent(magics: Any, name: str | None) -> Agent:
+def _agent(state: NotebookState, name: str | None) -> Agent:
     try:
-        agent: Agent = magics.state.conversation(name)
+        agent = state.conversation(name)
     except ValueError as exc:
         raise UsageError(f"default model (c.PiMagics.model / {MODEL_ENV}): {exc}") from None
     if agent.state.is_streaming:
@@ -83,10 +79,10 @@ def _when(moment: datetime) -> str:
     return moment.astimezone().strftime("%Y-%m-%d %H:%M")
 
 
-def sessions_cmd(magics: Any, name: str | None, rest: str) -> None:
+def sessions_cmd(state: NotebookState, name: str | None, rest: str) -> None:
     if rest not in ("", "--all"):
         raise UsageError(f"sessions takes --all or nothing, not {rest!r}")
-    sessions = _sessions(magics)
+    sessions = state.sessions
     rows = sessions.listed(every=rest == "--all")
     if not rows:
         print(f"no recorded conversations of this notebook in {sessions.directory()}")
@@ -105,10 +101,10 @@ def sessions_cmd(magics: Any, name: str | None, rest: str) -> None:
     print(f"({sessions.directory()}; * = in use; %pi resume N continues one)")
 
 
-def resume_cmd(magics: Any, name: str | None, rest: str) -> None:
-    sessions = _sessions(magics)
+def resume_cmd(state: NotebookState, name: str | None, rest: str) -> None:
+    sessions = state.sessions
     key = name or DEFAULT_NAME
-    agent = _agent(magics, name)
+    agent = _agent(state, name)
     try:
         path = sessions.find(key, rest.strip())
         count = sessions.resume_into(key, agent, path)
@@ -139,16 +135,16 @@ def turn_offset(sessions: NotebookSessions, name: str, agent: Agent) -> int:
     return max(0, len(user_turns(tracked.manager)) - shown)
 
 
-def branch_cmd(magics: Any, name: str | None, rest: str) -> None:
+def branch_cmd(state: NotebookState, name: str | None, rest: str) -> None:
     words = rest.split()
     summarize = "--summarize" in words
     words = [w for w in words if w != "--summarize"]
     if len(words) != 1 or not words[0].isdigit():
         raise UsageError("branch needs a user turn number N from %pi history (0: the start)")
     number = int(words[0])
-    sessions = _sessions(magics)
+    sessions = state.sessions
     key = name or DEFAULT_NAME
-    agent = _agent(magics, name)
+    agent = _agent(state, name)
     manager = sessions.get(key).manager
     turns = user_turns(manager)
     if number > len(turns):
@@ -158,7 +154,7 @@ def branch_cmd(magics: Any, name: str | None, rest: str) -> None:
         return
     target = turns[number]  # the turn after N: the branch leaves just before it
     if summarize:
-        request = summary_request(agent, timeout=magics.timeout)
+        request = summary_request(agent, timeout=state.config.timeout)
         run_coroutine(lambda: branch_with_generated_summary(manager, target.id, request))
     elif target.parent_id is None:
         manager.reset_leaf()
@@ -172,10 +168,10 @@ def branch_cmd(magics: Any, name: str | None, rest: str) -> None:
     )
 
 
-def fork_cmd(magics: Any, name: str | None, rest: str) -> None:
-    sessions = _sessions(magics)
+def fork_cmd(state: NotebookState, name: str | None, rest: str) -> None:
+    sessions = state.sessions
     key = name or DEFAULT_NAME
-    _agent(magics, name)
+    _agent(state, name)
     tracked = sessions.get(key)
     old = tracked.manager.session_file
     leaf = tracked.manager.get_leaf_id()
@@ -190,8 +186,8 @@ def fork_cmd(magics: Any, name: str | None, rest: str) -> None:
     print(f"conversation {key!r} continues in {os.path.basename(path)}{note}; {kept} is kept")
 
 
-def name_cmd(magics: Any, name: str | None, rest: str) -> None:
-    sessions = _sessions(magics)
+def name_cmd(state: NotebookState, name: str | None, rest: str) -> None:
+    sessions = state.sessions
     key = name or DEFAULT_NAME
     manager = sessions.get(key).manager
     if rest:
@@ -199,19 +195,19 @@ def name_cmd(magics: Any, name: str | None, rest: str) -> None:
     print(manager.get_session_name() or "(no name; %pi name TEXT sets one)")
 
 
-def compact_cmd(magics: Any, name: str | None, rest: str) -> None:
-    sessions = _sessions(magics)
+def compact_cmd(state: NotebookState, name: str | None, rest: str) -> None:
+    sessions = state.sessions
     key = name or DEFAULT_NAME
-    agent = _agent(magics, name)
+    agent = _agent(state, name)
     manager = sessions.get(key).manager
     try:
-        entry = run_coroutine(lambda: compact_now(manager, agent, magics.state.config, rest or None))
+        entry = run_coroutine(lambda: compact_now(manager, agent, state.config, rest or None))
     except CompactionError as exc:
         raise UsageError(f"compact: {exc}") from None
     print(describe(entry) + f" {len(agent.state.messages)} messages in the context now.")
 
 
-SESSION_SUBCOMMANDS: dict[str, Callable[[Any, str | None, str], None]] = {
+SESSION_SUBCOMMANDS: dict[str, Callable[[NotebookState, str | None, str], None]] = {
     "sessions": sessions_cmd,
     "resume": resume_cmd,
     "branch": branch_cmd,

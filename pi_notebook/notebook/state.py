@@ -8,38 +8,32 @@ use: ``%pi mcp``, ``c.PiMagics.mcp_config``). It is also the place where a recor
 conversations plugs in: an observer added with ``observe`` hears when a conversation is
 created or reset, when a run starts and ends, and every message appended to a conversation (a
 ``message_end`` event, whether the run came from ``%%pi`` or from Python code awaiting the ``Agent``).
+
+``%load_ext`` creates the state, so creating it is cheap: the agent layer, the notebook tools,
+the session recorder and the approval machinery load when first used (the imports inside the
+methods below), not at load.
 """
 
 from __future__ import annotations
 
-import asyncio
 import weakref
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
-from ..agent import Agent
-from ..agent.types import AgentTool, MessageEndEvent
-from ..ai.abort import AbortSignal
-from ..ai.entry import stream_simple
-from ..ai.types import UserMessage
-from .approval import (
-    STATE_CHANGING_TOOLS,
-    ApprovalSetup,
-    Policy,
-    RunMode,
-    explain_policy,
-    resolve_policy,
-    run_mode,
-)
-from .cells import CellErrorLog
+from .cell_log import CellErrorLog
+from .config import DEFAULT_NAME, PiConfig, Policy
 from .observer import StateObserver
-from .options import DEFAULT_NAME, PiConfig, resolve_model
-from .result import PiResult
-from .sessions import NotebookSessions
-from .tools import NotebookTools
 
 if TYPE_CHECKING:
+    from ..agent import Agent
+    from ..agent.types import AgentTool
+    from ..ai.abort import AbortSignal
+    from ..ai.types import UserMessage
     from ..mcp import McpManager
+    from .approval import ApprovalSetup, RunMode
+    from .result import PiResult
+    from .sessions import NotebookSessions
+    from .tools import NotebookTools
 
 MCP_INSTALL = "MCP servers need the mcp SDK: pip install 'pi-notebook[mcp]'"
 
@@ -53,7 +47,10 @@ class NotebookState:
         self.shell = shell
         self.conversations: dict[str, Agent] = {}
         self.errors = CellErrorLog()
-        self.tools = NotebookTools(shell, self.errors)
+        if shell is not None:
+            self.errors.watch(shell)  # display outputs of the cells before the first %%pi too
+        self._tools: NotebookTools | None = None
+        self._sessions: NotebookSessions | None = None
         self.observers: list[StateObserver] = []
         self._config: PiConfig | None = None
         self._thinking_told: set[tuple[str, str, str]] = set()
@@ -61,10 +58,27 @@ class NotebookState:
         self._mcp_config_loaded = ""
         # every MCP tool handed to a run, by id (tools are not hashable); held, so ids stay unique
         self._mcp_tools: dict[int, AgentTool] = {}
-        # Records every conversation into a Pi session file (and keeps it for resume,
-        # compaction and replay); ``sessions.py`` owns where and how.
-        self.sessions = NotebookSessions(shell, lambda: self.config)
-        self.observe(self.sessions)
+
+    @property
+    def tools(self) -> NotebookTools:
+        """The notebook tools of this shell (``tools.py``), created on first use."""
+        if self._tools is None:
+            from .tools import NotebookTools
+
+            self._tools = NotebookTools(self.shell, self.errors)
+        return self._tools
+
+    @property
+    def sessions(self) -> NotebookSessions:
+        """Records every conversation into a Pi session file (and keeps it for resume,
+        compaction and replay); ``sessions.py`` owns where and how. Created with the first
+        conversation (or on first use) as the first observer, so it hears every conversation."""
+        if self._sessions is None:
+            from .sessions import NotebookSessions
+
+            self._sessions = NotebookSessions(self.shell, lambda: self.config)
+            self.observers.insert(0, self._sessions)
+        return self._sessions
 
     # --- configuration ---------------------------------------------------------------------------
 
@@ -116,6 +130,11 @@ class NotebookState:
         self._thinking_told.clear()
 
     def _create(self, name: str) -> Agent:
+        from ..agent import Agent
+        from ..ai.entry import stream_simple
+        from .options import resolve_model
+
+        _ = self.sessions  # the recorder exists before the conversation, so it hears its creation
         self._thinking_told = {key for key in self._thinking_told if key[0] != name}
         defaults = self.config.defaults()
         state: dict[str, Any] = {"system_prompt": defaults.system, "thinking_level": defaults.thinking}
@@ -130,7 +149,7 @@ class NotebookState:
 
     def _message_listener(self, name: str, agent: Agent) -> Callable[[Any, AbortSignal], None]:
         def on_event(event: Any, signal: AbortSignal) -> None:
-            if self.observers and isinstance(event, MessageEndEvent):  # runs for every streamed token
+            if self.observers and event.type == "message_end":  # runs for every streamed token
                 for observer in self.observers:
                     observer.message_appended(name, agent, event.message)
 
@@ -167,13 +186,19 @@ class NotebookState:
 
     def run_mode(self, *, awaited: bool, text: bool) -> RunMode:
         """How a run started now could be watched (live or static, can anyone click)."""
+        from .approval import run_mode
+
         return run_mode(self.shell, awaited=awaited, text=text)
 
     def approval(
-        self, requested: Policy | None, mode: RunMode, gated: Iterable[str] = STATE_CHANGING_TOOLS
+        self, requested: Policy | None, mode: RunMode, gated: Iterable[str] | None = None
     ) -> ApprovalSetup:
         """The policy in force for a run in ``mode`` and the notice that explains it (naming the
-        ``gated`` tools)."""
+        ``gated`` tools; default: the state-changing notebook tools)."""
+        from .approval import STATE_CHANGING_TOOLS, resolve_policy
+
+        if gated is None:
+            gated = STATE_CHANGING_TOOLS
         return resolve_policy(
             requested, can_ask=mode.can_ask, headless=mode.headless, inactive_reason=mode.reason, gated=gated
         )
@@ -184,6 +209,8 @@ class NotebookState:
 
     def explain_approval(self, mode: RunMode) -> str:
         """The configured policy as a run in ``mode`` would apply it, and why (``%pi status``)."""
+        from .approval import explain_policy
+
         return explain_policy(self.config.approve or None, mode)  # type: ignore[arg-type]
 
 
@@ -225,6 +252,8 @@ class NotebookState:
             return []
         pending = [manager.get(n).ready() for n in manager.names() if manager.get(n).state == "connecting"]
         if pending:
+            import asyncio  # a kernel has it loaded; a bare shell need not load it at %load_ext
+
             await asyncio.gather(*pending, return_exceptions=True)
         tools: list[AgentTool] = list(manager.tools())
         self._mcp_tools.update((id(tool), tool) for tool in tools)

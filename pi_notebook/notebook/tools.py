@@ -40,7 +40,8 @@ from pydantic import Field
 from ..agent.decorator import tool
 from ..agent.types import AgentTool, AgentToolResult, ToolExecutionMode
 from ..ai.types import TextContent
-from .cells import CellErrorLog, format_saved_cell, history_text, notebook_path
+from .cell_log import CellErrorLog
+from .cells import format_saved_cell, history_text, notebook_path
 from .interrupts import interruptible, raise_if_interrupted
 from .outputs import ImageBudget, open_figures, take_figures
 from .references import (

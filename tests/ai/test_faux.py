@@ -30,6 +30,7 @@ from pi_notebook.ai.faux import (
     faux_thinking,
     faux_tool_call,
     register_faux_provider,
+    serialize_context,
 )
 
 
@@ -188,6 +189,27 @@ async def test_estimates_prompt_and_output_tokens_from_serialized_context(faux: 
     assert message.usage.cache_read == 0
     assert message.usage.cache_write == 0
     assert message.usage.total_tokens == message.usage.input + message.usage.output
+
+
+async def test_a_growing_transcript_is_estimated_as_if_serialized_afresh(faux: FauxRegistration) -> None:
+    """The faux reuses the text of messages it saw at the same place in the previous context;
+    the estimate stays the one of the whole context serialized anew, also when a message is
+    replaced by another object, dropped, or when the context is a different conversation."""
+    user, answer = UserMessage(content="hello"), faux_assistant_message([faux_tool_call("f", {"x": "é"})])
+    result = ToolResultMessage(tool_call_id="t1", tool_name="f", content=[TextContent(text="out")])
+    contexts = [
+        [user],
+        [user, answer, result],
+        [user, answer, result, faux_assistant_message("longer answer")],
+        [user, faux_assistant_message("another"), result],  # same place, other object
+        [answer, result],  # everything moved
+        [UserMessage(content="hello")],  # an equal message, another object
+    ]
+    faux.set_responses([faux_assistant_message("a")] * len(contexts))
+    for messages in contexts:
+        context = Context(system_prompt="s", messages=messages)
+        expected = math.ceil(len(serialize_context(context)) / 4)
+        assert (await complete(faux.get_model(), context)).usage.input == expected
 
 
 async def test_does_not_share_cache_across_sessions_or_requests_without_session_id(

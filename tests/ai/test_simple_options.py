@@ -118,6 +118,27 @@ def test_system_prompt_and_tools_count_only_without_a_usage_checkpoint() -> None
     assert estimate_context_tokens(context).tokens == 1 + 10 + -(-len(dumped) // 4)
 
 
+def test_the_tools_estimate_is_the_whole_array_serialized_even_after_edits() -> None:
+    """The per-tool lengths are remembered; the sum must still be Pi's one ``JSON.stringify``
+    of the array, also after a tool's fields change and for a tool that does not serialize."""
+    from pi_notebook.ai.simple_options import _js_json, _tools_tokens, estimate_text_tokens
+
+    def whole(tools: list[Any]) -> int:  # the estimate as one serialization of the array
+        dumped = [t.model_dump() if hasattr(t, "model_dump") else t for t in tools]
+        return estimate_text_tokens(_js_json(dumped))
+
+    read = Tool(name="read", description="Lire un fichier 🙈", parameters={"type": "object"})
+    extra = Tool.model_validate({"name": "x", "label": "X", "executionMode": "sequential"})
+    circular: dict[str, Any] = {"type": "object"}
+    circular["self"] = circular
+    broken = Tool(name="loop", parameters=circular)
+    for tools in ([read], [read, extra], [read, extra, {"name": "plain"}], [read, broken]):
+        assert _tools_tokens(tools) == whole(tools) == _tools_tokens(tools)  # the second call is cached
+    read.description = "Read a whole file, however long it is"
+    extra.label = "A much longer label than before"  # type: ignore[attr-defined]
+    assert _tools_tokens([read, extra]) == whole([read, extra])
+
+
 def test_tools_loaded_after_the_checkpoint_are_added() -> None:
     tools = [Tool(name="late", description="d"), Tool(name="early", description="d")]
     messages = [

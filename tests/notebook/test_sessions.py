@@ -566,7 +566,7 @@ def test_an_overflow_retry_is_forgotten_after_a_good_answer_or_a_new_user_messag
     from pi_notebook.agent import Agent
     from pi_notebook.agent.types import MessageEndEvent, MessageStartEvent
     from pi_notebook.ai.types import UserMessage
-    from pi_notebook.notebook.options import PiConfig
+    from pi_notebook.notebook.config import PiConfig
     from pi_notebook.notebook.sessions_compact import AutoCompactor
 
     compactor = AutoCompactor(SessionManager.in_memory(), Agent(), PiConfig())

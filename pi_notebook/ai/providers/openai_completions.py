@@ -17,6 +17,7 @@ the last chunk, in content order.
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Callable
 from typing import Any
@@ -157,6 +158,8 @@ async def _consume(run: ProviderRun, response: httpx.Response, api_key: str | No
     encoded = response.headers.get("content-encoding", "identity").lower() != "identity"
     # raw bytes skip httpx's decoder chain; a proxy that compresses the stream needs it back
     body = response.aiter_bytes() if encoded else response.aiter_raw()
+    blocks = run.output.content
+    first = True  # no block yet: the first one's first delta is the time to first token
     async for raw in body:
         if done:
             continue  # drain, so the connection goes back to the pool
@@ -165,6 +168,11 @@ async def _consume(run: ProviderRun, response: httpx.Response, api_key: str | No
             if on_data(data):
                 done = True
                 break
+            if first and blocks:
+                # One read can hold the whole answer (a fast or local server): hand the first
+                # token to the consumer now rather than after the rest of the read is parsed.
+                first = False
+                await asyncio.sleep(0)
     if not done:
         for event in decoder.flush():  # a body that ends without the final blank line
             if on_data(event.data):

@@ -9,8 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from ..levels import ThinkingLevel
 from ..options import StreamOptions
-from ..types import ThinkingLevel
 
 __all__ = ["OpenAICompletionsOptions"]
 

@@ -164,13 +164,27 @@ def detect_compat(model: Model) -> Compat:
     )
 
 
+_resolved: dict[tuple[str, str, str, str], Compat] = {}
+
+
 def resolve_compat(model: Model) -> Compat:
-    """Detected settings, each overridden by the matching ``model.compat`` key when set."""
-    compat = detect_compat(model)
-    for key, value in (model.compat or {}).items():
-        name = _COMPAT_KEYS.get(key)
-        if name is not None and value is not None:
-            setattr(compat, name, value)
+    """Detected settings, each overridden by the matching ``model.compat`` key when set.
+
+    Resolved once per model (provider, base URL, id and ``compat`` as they are now) and shared
+    by its requests: detection matches the URL against every known family, a cost each request
+    paid again. Callers read the result and never change it.
+    """
+    key = (model.provider, model.base_url, model.id, repr(model.compat) if model.compat else "")
+    compat = _resolved.get(key)
+    if compat is None:
+        compat = detect_compat(model)
+        for name, value in (model.compat or {}).items():
+            field = _COMPAT_KEYS.get(name)
+            if field is not None and value is not None:
+                setattr(compat, field, value)
+        if len(_resolved) >= 256:  # many throwaway models: start over rather than grow
+            _resolved.clear()
+        _resolved[key] = compat
     return compat
 
 

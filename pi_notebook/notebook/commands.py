@@ -1,0 +1,268 @@
+"""The ``%pi`` subcommands: ``model``, ``thinking``, ``status``, ``history``, ``reset``,
+``tools``, ``steer``, ``mcp``, ``help`` and the session ones (``sessions_magics.py``).
+
+Each takes ``(state, name, rest)``: the shell's ``NotebookState`` (its ``config`` is the loaded
+``PiMagics``), the conversation named with ``--name`` (``None``: the default) and the rest of
+the line. ``PiMagics.pi_line`` loads this module on the first ``%pi``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from IPython.core.error import UsageError
+
+from ..agent import Agent
+from ..ai.levels import THINKING_LEVELS
+from .approval import RunMode
+from .config import DEFAULT_NAME, MODEL_ENV, PiConfig
+from .kernel_compat import can_await
+from .mcp_magic import mcp_command
+from .options import model_option
+from .references import truncate
+from .result import sum_usage
+from .run_retry import RetrySettings, silent_server_bound
+from .sessions_magics import HELP as SESSIONS_HELP
+from .sessions_magics import SESSION_SUBCOMMANDS, session_line, turn_offset
+from .state import NotebookState, has_model
+from .tools import is_notebook_tool, parse_tools_spec
+from .view import content_to_text
+
+HELP = """\
+%%pi [options]            ask the agent; the cell body is the prompt
+  --model provider:id     model (default: c.PiMagics.model or $PI_NOTEBOOK_MODEL)
+  --thinking LEVEL        off|minimal|low|medium|high|xhigh|max
+  --system TEXT           system prompt of this conversation
+  --tools SPEC            all|none|read|write|comma list of tool names
+  --approve POLICY        ask|auto|deny for run_code, insert_cell, set_variable
+  --new                   start a fresh conversation
+  --name NAME             use (or create) the conversation NAME
+  --text                  plain-text output, no widgets
+  --max-turns N           stop after N model turns
+  --temperature T         sampling temperature (0 to 2), e.g. 0 for reproducible answers
+  --seed N                sampling seed (OpenAI-compatible chat completions only)
+  --timeout S             seconds a model request may go without an answer (default 300; 0: none)
+  --[no-]raise-on-error   raise after a run that ended in an error (default: headless runs)
+  --resume                continue this notebook's latest recorded conversation first
+  --replay                show the recorded answer of this prompt; no model is called
+  $`expr` in the prompt attaches a bounded summary of a kernel value.
+
+%pi [--name NAME] SUBCOMMAND
+  model [provider:id]     show or set the conversation's model
+  thinking [LEVEL]        show or set the thinking level
+  status                  conversation, model, message count, usage, controls, approvals
+  history [N]             the last N messages (default 20)
+  reset                   clear the conversation
+  tools [SPEC]            show or set the default --tools
+  steer TEXT              queue a steering message for the running (or next) run
+  mcp add NAME -- CMD...  start an MCP server (stdio); its tools join every %%pi run
+  mcp add NAME URL [--header NAME=ENVVAR ...]   an MCP server over Streamable HTTP
+  mcp list | remove NAME  show the MCP servers (state, tools, reason) / stop one
+  help                    this text
+"""
+HELP += f"\n%pi [--name NAME] SUBCOMMAND, for recorded conversations (Pi session files)\n{SESSIONS_HELP}"
+
+
+
+
+def split_subcommand(line: str) -> tuple[str | None, str, str]:
+    words = line.strip().split(None, 1)
+    name = None
+    if words and words[0] == "--name":
+        rest = words[1].split(None, 1) if len(words) > 1 else []
+        if not rest:
+            raise UsageError("--name needs a value")
+        name = rest[0]
+        words = rest[1].strip().split(None, 1) if len(rest) > 1 else []
+    command = words[0] if words else "help"
+    return name, command, words[1].strip() if len(words) > 1 else ""
+
+
+def run_command(state: NotebookState, line: str) -> None:
+    """Run the ``%pi`` line ``line``; an unknown subcommand is a ``UsageError``."""
+    name, command, rest = split_subcommand(line)
+    handler = SUBCOMMANDS.get(command)
+    if handler is None:
+        raise UsageError(f"unknown %pi subcommand {command!r}; try %pi help")
+    handler(state, name, rest)
+
+
+def conversation(state: NotebookState, name: str | None, *, new: bool = False) -> Agent:
+    """The conversation ``name`` with a bad default model reported as a ``UsageError``."""
+    try:
+        return state.new_conversation(name) if new else state.conversation(name)
+    except ValueError as exc:
+        raise UsageError(f"default model (c.PiMagics.model / {MODEL_ENV}): {exc}") from None
+
+
+# --- subcommands ---------------------------------------------------------------------------------
+
+
+def _model_cmd(state: NotebookState, name: str | None, rest: str) -> None:
+    agent = conversation(state, name)
+    if rest:
+        agent.state.model = model_option(rest)
+    model = agent.state.model
+    print(f"{model.provider}:{model.id}" if has_model(agent) else "no model set")
+
+
+def _thinking_cmd(state: NotebookState, name: str | None, rest: str) -> None:
+    agent = conversation(state, name)
+    if rest:
+        if rest not in THINKING_LEVELS:
+            raise UsageError(f"thinking must be one of {', '.join(THINKING_LEVELS)}, not {rest!r}")
+        agent.state.thinking_level = rest
+    print(agent.state.thinking_level)
+
+
+def _status_cmd(state: NotebookState, name: str | None, rest: str) -> None:
+    agent = conversation(state, name)
+    model = agent.state.model
+    usage = sum_usage([m for m in agent.state.messages if getattr(m, "role", None) == "assistant"])
+    # What the next %%pi cell of this client would do: awaited when the transformer can await.
+    mode = state.run_mode(awaited=can_await(state.shell), text=state.config.text)
+    headless = mode.headless
+    lines = [
+        f"conversation: {name or DEFAULT_NAME} (of {', '.join(state.names())})",
+        f"model: {model.provider}:{model.id}" if has_model(agent) else "model: none",
+        f"thinking: {agent.state.thinking_level}",
+        f"messages: {len(agent.state.messages)}; running: {'yes' if agent.state.is_streaming else 'no'}",
+        f"tokens: {usage.input} in, {usage.output} out; cost: ${usage.cost.total:.4f}",
+        f"tools: {state.config.tools}",
+        f"timeout: {timeout_line(state.config)}",
+        f"approve: {state.explain_approval(mode)}",
+        *_approvals_lines(state),
+        f"controls: {controls_line(mode)}",
+        f"headless: {'yes' if headless.headless else 'no'} ({headless.reason})",
+        f"session: {session_line(state.sessions, name or DEFAULT_NAME)}",
+    ]
+    print("\n".join(lines))
+
+
+def timeout_line(config: PiConfig) -> str:
+    """The request timeout a ``%%pi`` cell gets and what it adds up to with the retries."""
+    bound = silent_server_bound(config.timeout, RetrySettings(config.retries, config.retry_base_delay))
+    if bound is None:
+        return "none (a server that never answers is waited on until Stop or an interrupt)"
+    attempts = config.retries + 1
+    return (
+        f"{config.timeout:g} s without an answer per request; a server that never answers fails a "
+        f"model call after {bound:g} s ({attempts} attempt{'s' if attempts != 1 else ''} and the "
+        "retry waits)"
+    )
+
+
+def controls_line(mode: RunMode) -> str:
+    """Whether Stop / Approve / steering work for a cell of this client, and why not."""
+    if mode.can_ask:
+        return "active"
+    if mode.headless.headless:
+        return "inactive: headless run, nobody can click"
+    return (mode.reason or "inactive").replace("Controls inactive: ", "inactive: ", 1)
+
+
+def _approvals_lines(state: NotebookState) -> list[str]:
+    """``%pi status`` lines for the per-tool policies and the MCP servers, when there are any."""
+    lines = []
+    if approvals := state.approvals():
+        lines.append("approvals: " + ", ".join(f"{name}={policy}" for name, policy in approvals.items()))
+    if state.has_mcp and (servers := state.mcp.list()):
+        ready = sum(1 for s in servers if s.state == "ready")
+        lines.append(f"mcp: {len(servers)} server{'' if len(servers) == 1 else 's'}, {ready} ready")
+    return lines
+
+
+def history_line(message: Any) -> str:
+    """One message of ``%pi history``: role, flattened text, tool calls, and how a turn that
+    did not end normally ended (stop reason and error message)."""
+    role = getattr(message, "role", "?")
+    label = f"toolResult {getattr(message, 'tool_name', '')}".strip() if role == "toolResult" else role
+    # compaction and branch summaries keep their text in ``summary``, not ``content``
+    body = getattr(message, "content", None) or getattr(message, "summary", "") or ""
+    text = truncate(" ".join(content_to_text(body).split()), 200)
+    blocks = body if isinstance(body, list) else []
+    calls = [b.name for b in blocks if getattr(b, "type", None) == "toolCall"]
+    parts = [text] if text else []
+    if calls:
+        parts.append(f"[calls: {', '.join(calls)}]")
+    stop = getattr(message, "stop_reason", None) if role == "assistant" else None
+    if stop not in (None, "stop", "toolUse"):
+        error = getattr(message, "error_message", None)
+        ending = f"{stop}: {truncate(' '.join(error.split()), 300)}" if error else stop
+        parts.append(f"[{ending}]")
+    return f"{label}: {' '.join(parts)}".rstrip()
+
+
+def _history_cmd(state: NotebookState, name: str | None, rest: str) -> None:
+    try:
+        count = int(rest) if rest else 20
+    except ValueError:
+        raise UsageError(f"history takes a number, not {rest!r}") from None
+    agent = conversation(state, name)
+    messages = agent.state.messages
+    if not messages:
+        print("(empty conversation)")
+        return
+    # User turns are numbered as %pi branch counts them (turns compacted away included).
+    turn = turn_offset(state.sessions, name or DEFAULT_NAME, agent)
+    numbered = []
+    for message in messages:
+        if getattr(message, "role", None) == "user":
+            turn += 1
+            numbered.append(f"#{turn} {history_line(message)}")
+        else:
+            numbered.append(history_line(message))
+    for line in numbered[-count:]:
+        print(line)
+
+
+def _reset_cmd(state: NotebookState, name: str | None, rest: str) -> None:
+    conversation(state, name)  # a bad default model is a UsageError here, as for any subcommand
+    state.reset_conversation(name)
+    print(f"conversation {name or DEFAULT_NAME!r} cleared")
+
+
+def _tools_cmd(state: NotebookState, name: str | None, rest: str) -> None:
+    if rest:
+        try:
+            state.config.tools = rest
+        except Exception as exc:
+            raise UsageError(str(exc)) from None
+    enabled = parse_tools_spec(state.config.tools)
+    tools = conversation(state, name).state.tools
+    extra = [t.name for t in tools if not is_notebook_tool(t) and not state.is_mcp_tool(t)]
+    print(f"notebook tools: {', '.join(enabled) or 'none'}")
+    if extra:
+        print(f"other tools on the agent: {', '.join(extra)}")
+    if state.has_mcp and (mcp := [t.name for t in state.mcp.tools()]):
+        print(f"MCP tools: {', '.join(mcp)}")
+
+
+def _steer_cmd(state: NotebookState, name: str | None, rest: str) -> None:
+    if not rest:
+        raise UsageError("steer needs the message text")
+    agent = conversation(state, name)
+    agent.steer(rest)
+    print("steering message queued" + ("" if agent.state.is_streaming else " for the next run"))
+
+
+def _mcp_cmd(state: NotebookState, name: str | None, rest: str) -> None:
+    mcp_command(state, rest)
+
+
+def _help_cmd(state: NotebookState, name: str | None, rest: str) -> None:
+    print(HELP)
+
+
+SUBCOMMANDS = {
+    "model": _model_cmd,
+    "thinking": _thinking_cmd,
+    "status": _status_cmd,
+    "history": _history_cmd,
+    "reset": _reset_cmd,
+    "tools": _tools_cmd,
+    "steer": _steer_cmd,
+    "mcp": _mcp_cmd,
+    "help": _help_cmd,
+    **SESSION_SUBCOMMANDS,
+}

@@ -1,0 +1,223 @@
+"""The ``%%pi`` settings: ``PiConfig`` (the configurable defaults of every option, read from
+the ``PiMagics`` config section), the option parser, the policy names and the environment
+variables the notebook layer reads.
+
+Defaults come from traitlets config (``c.PiMagics.model = "anthropic:claude-sonnet-4-5"`` in
+``ipython_config.py``, or ``%config PiMagics.model = ...``); the model falls back to the
+``PI_NOTEBOOK_MODEL`` environment variable. ``options.py`` turns a cell's line into the options
+of one run.
+
+``%load_ext pi_notebook`` builds a ``PiConfig`` (the ``PiMagics``), so this module imports only
+traitlets, IPython and modules that import nothing heavy: validators that need the notebook
+tools load them when a value is set.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Literal, TypeAlias
+
+from IPython.core.magic_arguments import MagicArgumentParser
+from traitlets import Bool, CaselessStrEnum, Dict, Float, Int, TraitError, Unicode, validate
+from traitlets.config import Configurable
+
+from ..ai.levels import THINKING_LEVELS
+
+Policy: TypeAlias = Literal["ask", "auto", "deny"]
+POLICIES: tuple[Policy, ...] = ("ask", "auto", "deny")
+
+DEFAULT_NAME = "default"
+MODEL_ENV = "PI_NOTEBOOK_MODEL"
+REPLAY_ENV = "PI_NOTEBOOK_REPLAY"
+DEFAULT_TIMEOUT_S = 300.0
+"""Pi's default ``httpIdleTimeoutMs`` (5 minutes), in seconds."""
+CONFIG_SECTION = "PiMagics"
+DEFAULT_SYSTEM_PROMPT = (
+    "You are Pi, an assistant working inside a Jupyter notebook. The user writes prompts in "
+    "%%pi cells; the notebook's Python kernel is live. Use the notebook tools to look at "
+    "variables, cells and the notebook before answering questions about them, and to run code "
+    "when asked. Keep answers concise and use Markdown; put code in fenced blocks."
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Defaults:
+    """Settings of a new conversation."""
+
+    model: str = ""
+    thinking: str = "off"
+    system: str = DEFAULT_SYSTEM_PROMPT
+
+
+def env_flag(name: str) -> bool | None:
+    """``$name`` read as a switch: 1/true/yes/on, 0/false/no/off, else (unset) ``None``."""
+    value = os.environ.get(name, "").strip().lower()
+    if value in ("1", "true", "yes", "on"):
+        return True
+    if value in ("0", "false", "no", "off"):
+        return False
+    return None
+
+
+class PiConfig(Configurable):
+    """The defaults of every ``%%pi`` option, configured as ``c.PiMagics.<name>``.
+
+    ``PiMagics`` is this class plus the magics; a shell without the extension loaded uses a
+    plain ``PiConfig``, which reads the same ``PiMagics`` config section.
+    """
+
+    model = Unicode(help="Default model as provider:id (falls back to $PI_NOTEBOOK_MODEL).").tag(config=True)
+    thinking = CaselessStrEnum(
+        list(THINKING_LEVELS), default_value="off", help="Default thinking level."
+    ).tag(config=True)
+    system = Unicode(DEFAULT_SYSTEM_PROMPT, help="System prompt of new conversations.").tag(config=True)
+    tools = Unicode("all", help="Default --tools spec: all|none|read|write|comma list.").tag(config=True)
+    approve = Unicode(
+        "", help="Default approval policy ask|auto|deny; empty: ask interactive, deny headless."
+    ).tag(config=True)
+    approvals = Dict(
+        help="Per-tool approval policy, tool name or glob pattern -> ask|auto|deny; an entry wins "
+        "over the tool's own policy (MCP config) and over --approve.",
+    ).tag(config=True)
+    mcp_config = Unicode(
+        "", help="Path of a JSON file of MCP servers ({\"mcpServers\": {...}}), started when the "
+        "extension loads (or on the first %%pi)."
+    ).tag(config=True)
+    max_turns = Int(0, help="Default --max-turns (0: no limit).").tag(config=True)
+    text = Bool(False, help="Plain-text output by default (no widgets).").tag(config=True)
+    raise_on_error = Bool(
+        None,
+        allow_none=True,
+        help="Raise after rendering a run that ended in an error (not a user's Stop), so nbconvert, "
+        "papermill and CI fail. None (default): raise in headless runs only.",
+    ).tag(config=True)
+    temperature = Float(
+        None, allow_none=True, help="Default --temperature (None: the provider's default)."
+    ).tag(config=True)
+    # Sessions (``sessions.py``): where conversations are recorded, replay, compaction.
+    record = Bool(True, help="Record conversations as Pi session files ($PI_NOTEBOOK_RECORD=0: off).").tag(
+        config=True
+    )
+    session_dir = Unicode(
+        "", help="Session files' directory (default: Pi's for the notebook folder; $PI_NOTEBOOK_SESSION_DIR)"
+    ).tag(config=True)
+    replay = Bool(False, help="Replay every %%pi cell from its recording ($PI_NOTEBOOK_REPLAY=1).").tag(
+        config=True
+    )
+    compact = Bool(True, help="Compact a conversation automatically when it nears the context window.").tag(
+        config=True
+    )
+    compact_reserve_tokens = Int(16384, help="Tokens kept free for the answer (Pi's reserveTokens).").tag(
+        config=True
+    )
+    compact_keep_recent_tokens = Int(20000, help="Recent tokens kept verbatim (Pi's keepRecentTokens).").tag(
+        config=True
+    )
+
+    retries = Int(
+        3,
+        help="Retries of a model call that failed with a transient error (overloaded, rate limited, "
+        "5xx, a dropped connection), as Pi's coding agent does; 0: off.",
+    ).tag(config=True)
+    retry_base_delay = Float(
+        2.0, help="Seconds before the first retry, doubled for each further one."
+    ).tag(config=True)
+    timeout = Float(
+        DEFAULT_TIMEOUT_S,
+        help="Default --timeout: seconds a model request may go without an answer (to connect, for "
+        "the reply to begin, between two pieces of a streamed reply) before it fails, as Pi's "
+        "httpIdleTimeoutMs; 0: no limit.",
+    ).tag(config=True)
+
+    @classmethod
+    def section_names(cls) -> list[str]:
+        names = list(super().section_names())
+        return names if CONFIG_SECTION in names else [*names, CONFIG_SECTION]
+
+    # A validator must raise TraitError: traitlets rolls a rejected value back only for that
+    # type, so a ValueError from `%config PiMagics.tools = "raed"` was logged and then kept.
+    @validate("approve")
+    def _check_approve(self, proposal: Any) -> str:
+        value = str(proposal["value"]).strip().lower()
+        if value and value not in POLICIES:
+            raise TraitError(f"PiMagics.approve must be one of ask, auto, deny or empty, not {value!r}")
+        return value
+
+    @validate("approvals")
+    def _check_approvals(self, proposal: Any) -> dict[str, Policy]:
+        try:
+            return check_approvals(proposal["value"])
+        except ValueError as exc:
+            raise TraitError(str(exc)) from None
+
+    @validate("retries", "retry_base_delay", "timeout")
+    def _check_not_negative(self, proposal: Any) -> Any:
+        if proposal["value"] < 0:
+            raise TraitError(f"PiMagics.{proposal['trait'].name} must be 0 or more, not {proposal['value']}")
+        return proposal["value"]
+
+    @validate("tools")
+    def _check_tools(self, proposal: Any) -> str:
+        from .tools import parse_tools_spec  # the tool list, only when a value is set
+
+        try:
+            parse_tools_spec(str(proposal["value"]))
+        except ValueError as exc:
+            raise TraitError(f"PiMagics.tools: {exc}") from None
+        return str(proposal["value"])
+
+    def defaults(self) -> Defaults:
+        """Settings of a new conversation; the model falls back to ``$PI_NOTEBOOK_MODEL``."""
+        model = self.model.strip() or os.environ.get(MODEL_ENV, "").strip()
+        return Defaults(model=model, thinking=self.thinking, system=self.system)
+
+
+def check_approvals(value: Any) -> dict[str, Policy]:
+    """A valid ``c.PiMagics.approvals`` map (tool name or glob pattern -> policy); raises
+    ``ValueError`` naming the bad entry."""
+    if not isinstance(value, Mapping):
+        raise ValueError("PiMagics.approvals maps tool names to ask, auto or deny")
+    out: dict[str, Policy] = {}
+    for name, policy in value.items():
+        text = str(policy).strip().lower()
+        if not isinstance(name, str) or not name or text not in POLICIES:
+            raise ValueError(
+                f"PiMagics.approvals[{name!r}] must be one of ask, auto, deny, not {policy!r}"
+            )
+        out[name] = text
+    return out
+
+
+def _parser() -> MagicArgumentParser:
+    parser = MagicArgumentParser(prog="%%pi", description="Run a prompt through the agent.")  # type: ignore[no-untyped-call]
+    add = parser.add_argument
+    add("--model", help="provider:id")
+    add("--thinking", choices=list(THINKING_LEVELS), help="thinking level")
+    add("--system", help="system prompt of this conversation")
+    add("--tools", help="all|none|read|write|comma list of tool names")
+    add("--approve", choices=list(POLICIES), help="approval policy for state-changing tools")
+    add("--new", action="store_true", help="start a fresh conversation")
+    add("--name", help="conversation name")
+    add("--text", action="store_true", help="plain-text output, no widgets")
+    add("--max-turns", type=int, dest="max_turns", help="stop after N model turns")
+    add("--temperature", type=float, help="sampling temperature, e.g. 0 for reproducible answers")
+    add("--seed", type=int, help="sampling seed, where the model's API has one")
+    add("--timeout", type=float, help="seconds a model request may go without an answer (0: no limit)")
+    add(
+        "--raise-on-error",
+        action=argparse.BooleanOptionalAction,
+        dest="raise_on_error",
+        default=None,
+        help="raise after a run that ended in an error (default: in headless runs)",
+    )
+    add("--resume", action="store_true", help="continue this notebook's latest recorded conversation")
+    add("--replay", action="store_true", help="show the recorded answer instead of calling the model")
+    return parser
+
+
+PARSER = _parser()
+
+
