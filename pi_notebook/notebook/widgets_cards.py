@@ -37,6 +37,7 @@ __all__ = [
     "TAIL_BYTES_PER_CHAR",
     "TAIL_GRANT",
     "TICK_BYTES_PER_CHAR",
+    "ByteBudget",
     "MarkdownStream",
     "Part",
     "TextPart",
@@ -95,6 +96,22 @@ def _source_size(source: str) -> int:
     return 100 + len(source) if source else 2
 
 
+class ByteBudget:
+    """What one widget value that is re-sent whole as it grows may send: ``TAIL_GRANT``, then
+    ``TAIL_BYTES_PER_CHAR`` per character of the text it shows (``TICK_BYTES_PER_CHAR`` for the
+    slow tick's catch-up). ``sent_bytes``: what it sent, envelopes estimated."""
+
+    def __init__(self) -> None:
+        self.sent_bytes = 0
+
+    def allows(self, cost: int, chars: int, *, tick: bool = False) -> bool:
+        per_char = TICK_BYTES_PER_CHAR if tick else TAIL_BYTES_PER_CHAR
+        return self.sent_bytes + cost <= TAIL_GRANT + per_char * chars
+
+    def spend(self, cost: int) -> None:
+        self.sent_bytes += cost
+
+
 def _classed(widget: W.Widget, *classes: str) -> W.Widget:
     for cls in classes:
         widget.add_class(cls)
@@ -120,9 +137,7 @@ class MarkdownStream:
         self._frozen_len = 0
         self._shown = ""
         self._held = ""
-        self._spent = 0
-        self.sent_bytes = 0
-        """What this stream's tail and seals sent, envelopes estimated (for tests and benches)."""
+        self.budget = ByteBudget()  # the tail's updates and the seals
 
     @property
     def behind(self) -> bool:
@@ -144,7 +159,7 @@ class MarkdownStream:
             self._held = ""
             return
         cost = MSG_OVERHEAD + _source_size(tail)
-        if not (done or sealed) and self._spent + cost > TAIL_GRANT + TAIL_BYTES_PER_CHAR * len(text):
+        if not (done or sealed) and not self.budget.allows(cost, len(text)):
             self._held = tail
             return
         self._send(tail, cost)
@@ -155,13 +170,11 @@ class MarkdownStream:
         if not self._held:
             return
         cost = MSG_OVERHEAD + _source_size(self._held)
-        allowed = TAIL_GRANT + TICK_BYTES_PER_CHAR * (self._frozen_len + len(self._held))
-        if not tick or self._spent + cost <= allowed:
+        if not tick or self.budget.allows(cost, self._frozen_len + len(self._held), tick=True):
             self._send(self._held, cost)
 
     def _send(self, tail: str, cost: int) -> None:
-        self._spent += cost
-        self.sent_bytes += cost
+        self.budget.spend(cost)
         self._shown, self._held = tail, ""
         self.tail.outputs = _markdown_outputs(tail)
 
@@ -176,9 +189,7 @@ class MarkdownStream:
         self._frozen_len += len(source)
         self.widget.children = (*self.widget.children[:-1], frozen, self.tail)
         # the new model with its outputs, and the box's children list
-        cost = 2 * MSG_OVERHEAD + 400 + _source_size(source) + 40 * len(self.widget.children)
-        self._spent += cost
-        self.sent_bytes += cost
+        self.budget.spend(2 * MSG_OVERHEAD + 400 + _source_size(source) + 40 * len(self.widget.children))
 
     def _reset(self) -> None:
         """The final text is not an extension of what was streamed: start over."""
@@ -256,9 +267,7 @@ class ToolCardPart:
         self._status = ""
         self._call_id = ""
         self._args_held: tuple[str, int] | None = None  # (HTML, characters) the budget held back
-        self._args_spent = 0
-        self.sent_bytes = 0
-        """What the arguments' updates sent, envelopes estimated (for tests and benches)."""
+        self.args_budget = ByteBudget()
 
     def draw(self, card: ToolCard) -> None:
         self._call_id = card.tool_call_id
@@ -284,15 +293,13 @@ class ToolCardPart:
         if value == self.args.value:
             return
         cost = MSG_OVERHEAD + len(value)
-        allowed = TAIL_GRANT + TAIL_BYTES_PER_CHAR * len(args)
-        if card.status == "streaming" and self._args_spent + cost > allowed:
+        if card.status == "streaming" and not self.args_budget.allows(cost, len(args)):
             self._args_held = (value, len(args))
             return
         self._send_args(value, cost)
 
     def _send_args(self, value: str, cost: int) -> None:
-        self._args_spent += cost
-        self.sent_bytes += cost
+        self.args_budget.spend(cost)
         self._args_held = None
         self.args.value = value
 
@@ -332,7 +339,7 @@ class ToolCardPart:
             return
         value, chars = self._args_held
         cost = MSG_OVERHEAD + len(value)
-        if not tick or self._args_spent + cost <= TAIL_GRANT + TICK_BYTES_PER_CHAR * chars:
+        if not tick or self.args_budget.allows(cost, chars, tick=True):
             self._send_args(value, cost)
 
     def disable(self) -> None:
