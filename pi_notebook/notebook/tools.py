@@ -128,7 +128,10 @@ class NotebookTools:
     def redact(self, text: str) -> str:
         """Key patterns, and the values of secret-named environment and notebook variables (the
         key in ``creds = os.environ["OPENAI_API_KEY"]`` too), replaced by ``[REDACTED]``."""
-        return redact_known(text, secret_values(getattr(self.shell, "user_ns", None)))
+        return redact_known(text, self._secrets())
+
+    def _secrets(self) -> list[str]:
+        return secret_values(getattr(self.shell, "user_ns", None))
 
     def _text(self, text: str) -> TextContent:
         return TextContent(text=self.redact(text))
@@ -357,16 +360,21 @@ class NotebookTools:
             parts.append(f"result: {result_text}")
         labels += [images.add(png, "image/png", "figure") for png in figures]
         parts += labels
+        secrets = self._secrets()  # scanned once for the texts below, not once per text
+
+        def redact(text: str) -> str:
+            return redact_known(text, secrets)
+
         if error is not None:
-            raise RuntimeError(self.redact("\n".join([*parts, error])))
+            raise RuntimeError(redact("\n".join([*parts, error])))
         text = "\n".join(parts) or "(no output)"
         details = {  # shown in the output's Details and kept in the session: redacted too
-            "stdout": self.redact(captured.stdout),
-            "stderr": self.redact(captured.stderr),
-            "result": self.redact(result_text) if result_text is not None else None,
+            "stdout": redact(captured.stdout),
+            "stderr": redact(captured.stderr),
+            "result": redact(result_text) if result_text is not None else None,
             "images": len(images.images),
         }
-        return AgentToolResult(content=[self._text(text), *images.images], details=details)
+        return AgentToolResult(content=[TextContent(text=redact(text)), *images.images], details=details)
 
     def _format_value(self, value: Any) -> dict[str, Any]:
         """The value's display formats. A formatter that fails (IPython's pretty printer
