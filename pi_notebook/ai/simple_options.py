@@ -70,11 +70,17 @@ def _js_length(text: str) -> int:
     return len(text) if text.isascii() else len(text.encode("utf-16-le", "surrogatepass")) // 2
 
 
-def _js_json(value: Any) -> str:
+def _dumps(value: Any) -> str | None:
+    """``JSON.stringify`` layout (compact, non-ASCII kept), or ``None`` when it does not serialize."""
     try:
         return json.dumps(value, separators=(",", ":"), ensure_ascii=False, default=str)
     except (TypeError, ValueError):
-        return "[unserializable]"
+        return None
+
+
+def _js_json(value: Any) -> str:
+    text = _dumps(value)
+    return "[unserializable]" if text is None else text
 
 
 def estimate_text_tokens(text: str) -> int:
@@ -158,11 +164,8 @@ def _tool_chars(tool: Any) -> int | None:
 
 
 def _json_length(value: Any) -> int | None:
-    try:
-        text = json.dumps(value, separators=(",", ":"), ensure_ascii=False, default=str)
-    except (TypeError, ValueError):
-        return None
-    return _js_length(text)
+    text = _dumps(value)
+    return None if text is None else _js_length(text)
 
 
 def _estimate_messages(messages: Sequence[Any]) -> ContextEstimate:
