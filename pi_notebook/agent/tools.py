@@ -28,7 +28,7 @@ from typing import Any, TypeVar
 
 from pydantic import TypeAdapter, ValidationError
 
-from ..ai.abort import ABORT_MESSAGE, AbortSignal
+from ..ai.abort import ABORT_MESSAGE, AbortSignal, CancelScope
 from ..ai.event_stream import spawn
 from ..ai.types import AssistantMessage, ImageContent, TextContent, ToolCall, ToolResultMessage, now_ms
 from ..ai.validation import validate_tool_arguments
@@ -96,28 +96,24 @@ async def call_tool_execute(
     work = _execute(tool, tool_call_id, args, signal, on_update)
     if signal is None:
         return await work
-    task = asyncio.ensure_future(work)
     loop = asyncio.get_running_loop()
     timers: list[asyncio.TimerHandle] = []
-    remove = signal.add_listener(lambda: timers.append(loop.call_later(ABORT_GRACE_S, task.cancel)))
-    try:
-        return await task
-    except asyncio.CancelledError:
-        if not timers or not task.cancelled() or _current_task_cancelling():
-            raise  # the caller was cancelled (a hard stop), not just the tool
-        raise RuntimeError(
+
+    def overdue() -> RuntimeError:
+        return RuntimeError(
             f"{OPERATION_ABORTED}: {tool.name} did not stop within {ABORT_GRACE_S:g} s of the abort "
             "and was cancelled."
-        ) from None
-    finally:
-        remove()
-        for timer in timers:
-            timer.cancel()
+        )
 
-
-def _current_task_cancelling() -> bool:
-    task = asyncio.current_task()
-    return task is not None and task.cancelling() > 0
+    async with CancelScope(overdue) as scope:
+        remove = signal.add_listener(lambda: timers.append(loop.call_later(ABORT_GRACE_S, scope.cancel)))
+        try:
+            return await work
+        finally:
+            remove()
+            for timer in timers:
+                timer.cancel()
+    raise AssertionError("unreachable: the scope re-raises")  # pragma: no cover
 
 
 async def _execute(

@@ -93,21 +93,74 @@ class AbortController:
         self.signal._fire(reason)
 
 
+class CancelScope:
+    """Cancels the task it was entered in when asked, and turns that cancellation (and only
+    that one) into the exception ``error()`` builds; the pattern of ``asyncio.timeout``.
+
+    Work under a signal or a deadline runs in the caller's own task instead of a task of its
+    own: a task costs two event-loop iterations (start, and waking the awaiter), which on a
+    request or a tool call is most of what such a wrapper would cost. A cancellation from
+    elsewhere (the caller's own) is told apart by the task's ``cancelling()`` count and passes
+    through unchanged.
+    """
+
+    __slots__ = ("_cancelling", "_error", "_task", "requested")
+
+    def __init__(self, error: Callable[[], BaseException]) -> None:
+        self._error = error
+        self._task: asyncio.Task[Any] | None = None
+        self._cancelling = 0
+        self.requested = False
+
+    async def __aenter__(self) -> CancelScope:
+        task = asyncio.current_task()
+        if task is None:
+            raise RuntimeError("CancelScope must be entered in an asyncio task")
+        self._task, self._cancelling = task, task.cancelling()
+        return self
+
+    def cancel(self) -> None:
+        """Cancel the task (once); safe to call from any callback on the task's loop."""
+        if not self.requested and self._task is not None and not self._task.done():
+            self.requested = True
+            self._task.cancel()
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: Any
+    ) -> bool:
+        task = self._task
+        if not self.requested or task is None:
+            return False
+        cancelled = exc_type is asyncio.CancelledError
+        pending = False
+        if not cancelled:
+            # Asked for after the work's last ``await``, the cancellation is still pending; take
+            # it here, so that it neither hits the caller's next ``await`` nor goes unreported.
+            try:
+                await asyncio.sleep(0)
+            except asyncio.CancelledError:
+                pending = True
+        external = task.uncancel() > self._cancelling  # the caller was cancelled too: that wins
+        if pending and external:
+            raise asyncio.CancelledError
+        if (cancelled and not external) or (pending and exc_type is None):
+            raise self._error() from None
+        return False  # not ours, or the work caught ours and went on (or raised): that stands
+
+
 async def run_abortable(awaitable: Awaitable[T], signal: AbortSignal | None) -> T:
-    """Await ``awaitable``; if ``signal`` fires first, cancel it and raise :class:`AbortError`."""
+    """Await ``awaitable`` in the current task; if ``signal`` fires first, cancel it and raise
+    :class:`AbortError`."""
     if signal is None:
         return await awaitable
     if signal.aborted:
         if inspect.iscoroutine(awaitable):
             awaitable.close()  # never started: close it so Python does not warn "never awaited"
         raise AbortError()
-    task: asyncio.Future[T] = asyncio.ensure_future(awaitable)
-    remove = signal.add_listener(task.cancel)
-    try:
-        return await task
-    except asyncio.CancelledError:
-        if signal.aborted and task.cancelled():
-            raise AbortError() from None
-        raise
-    finally:
-        remove()
+    async with CancelScope(AbortError) as scope:
+        remove = signal.add_listener(scope.cancel)
+        try:
+            return await awaitable
+        finally:
+            remove()
+    raise AssertionError("unreachable: the scope re-raises")  # pragma: no cover

@@ -25,7 +25,7 @@ from pi_notebook.ai import (
     stream,
     unregister_api_providers,
 )
-from pi_notebook.ai.abort import AbortError, run_abortable
+from pi_notebook.ai.abort import AbortError, CancelScope, run_abortable
 from pi_notebook.ai.registry import ApiProvider, register_api_provider
 
 # --- EventStream -------------------------------------------------------------------------
@@ -133,6 +133,75 @@ async def test_run_abortable_cancels_the_work() -> None:
     with pytest.raises(AbortError):
         await task
     assert cancelled.is_set()
+
+
+async def test_run_abortable_runs_in_the_callers_task() -> None:
+    """No task of its own: that would cost two event-loop iterations per request."""
+    seen: list[asyncio.Task[Any] | None] = []
+
+    async def work() -> None:
+        seen.append(asyncio.current_task())
+
+    await run_abortable(work(), AbortController().signal)
+    assert seen == [asyncio.current_task()]
+
+
+async def test_abort_after_the_works_last_await_is_still_an_abort() -> None:
+    controller = AbortController()
+
+    async def work() -> str:
+        await asyncio.sleep(0)
+        controller.abort()  # from inside the work, after its last await
+        return "done"
+
+    with pytest.raises(AbortError):
+        await run_abortable(work(), controller.signal)
+    await asyncio.sleep(0)  # no cancellation is left pending for the caller's next await
+    assert asyncio.current_task().cancelling() == 0  # type: ignore[union-attr]
+
+
+async def test_cancel_scope_leaves_a_foreign_cancellation_alone() -> None:
+    """The caller's own cancellation passes through as CancelledError, even when the scope
+    fired too; only the scope's own becomes its error."""
+    started = asyncio.Event()
+
+    async def guarded() -> None:
+        async with CancelScope(lambda: RuntimeError("scope")) as scope:
+            started.set()
+            try:
+                await asyncio.sleep(10)
+            finally:
+                scope.cancel()
+
+    task = asyncio.create_task(guarded())
+    await started.wait()
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+
+
+async def test_cancel_scope_keeps_the_outcome_of_work_that_caught_its_cancellation() -> None:
+    async def stubborn() -> str:
+        async with CancelScope(lambda: RuntimeError("scope")) as scope:
+            asyncio.get_running_loop().call_soon(scope.cancel)
+            try:
+                await asyncio.sleep(10)
+            except asyncio.CancelledError:
+                return "finished anyway"
+        return "not reached"
+
+    assert await stubborn() == "finished anyway"
+    await asyncio.sleep(0)
+
+
+async def test_cancel_scope_turns_its_own_cancellation_into_its_error() -> None:
+    async def slow() -> None:
+        async with CancelScope(lambda: RuntimeError("too slow")) as scope:
+            asyncio.get_running_loop().call_later(0.01, scope.cancel)
+            await asyncio.sleep(10)
+
+    with pytest.raises(RuntimeError, match="too slow"):
+        await slow()
 
 
 # --- JSON round trip ---------------------------------------------------------------------
