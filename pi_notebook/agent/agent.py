@@ -44,7 +44,6 @@ from .tools import error_text, resolve
 from .types import (
     AfterToolCallHook,
     AgentContext,
-    AgentEndEvent,
     AgentEvent,
     AgentListener,
     AgentLoopConfig,
@@ -52,18 +51,13 @@ from .types import (
     AgentTool,
     BeforeToolCallHook,
     ConvertToLlm,
-    MessageEndEvent,
-    MessageStartEvent,
     MessageUpdateEvent,
     QueueMode,
     StreamFn,
     ThinkingLevel,
-    ToolExecutionEndEvent,
     ToolExecutionMode,
-    ToolExecutionStartEvent,
     TransformContext,
     TurnContext,
-    TurnEndEvent,
     _default_convert_to_llm,
     emit_event,
 )
@@ -177,6 +171,25 @@ class _ActiveRun:
     done: asyncio.Future[None]
     tracker: RunTracker = field(default_factory=RunTracker)
     detached: bool = False  # set by reset(): the run's remaining events leave the state alone
+    task: asyncio.Task[Any] | None = None
+    waiters: list[asyncio.Future[None]] = field(default_factory=list)  # the prompt's own waits
+
+    def finished(self) -> asyncio.Future[None]:
+        """A future of the caller's own that the end of the run resolves (done now if over)."""
+        waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        if self.done.done():
+            waiter.set_result(None)
+        else:
+            self.waiters.append(waiter)
+        return waiter
+
+    def release(self) -> None:
+        if not self.done.done():
+            self.done.set_result(None)
+        waiters, self.waiters = self.waiters, []
+        for waiter in waiters:
+            if not waiter.done():
+                waiter.set_result(None)
 
 
 _INITIAL_STATE_KEYS = frozenset({"system_prompt", "model", "thinking_level", "tools", "messages"})
@@ -432,7 +445,7 @@ class Agent:
 
     # -- run lifecycle --------------------------------------------------------------------------------
 
-    def _start_run(self, executor: Callable[[_ActiveRun], Awaitable[None]]) -> asyncio.Task[Any]:
+    def _start_run(self, executor: Callable[[_ActiveRun], Awaitable[None]]) -> _ActiveRun:
         """Claim the agent synchronously (so a second ``prompt`` fails at once) and start the run."""
         if self._active_run is not None:
             raise RuntimeError("Agent is already processing.")
@@ -442,7 +455,10 @@ class Agent:
         live.is_streaming = True
         live.streaming_message = None
         live.error_message = None
-        return spawn(self._lifecycle(run, executor))
+        run.task = spawn(self._lifecycle(run, executor))
+        # normally ``_finish_run`` releases the waiters; this covers a task cancelled unstarted
+        run.task.add_done_callback(lambda _: run.release())
+        return run
 
     async def _lifecycle(self, run: _ActiveRun, executor: Callable[[_ActiveRun], Awaitable[None]]) -> None:
         try:
@@ -470,22 +486,26 @@ class Agent:
         if run.controller.signal.aborted and live.error_message is None and not run.detached:
             live.error_message = ABORT_MESSAGE
         self._active_run = None
-        if not run.done.done():
-            run.done.set_result(None)
+        run.release()
 
-    async def _await_run(self, task: asyncio.Task[Any]) -> None:
-        """Await the run; on cancellation abort it, let it close its events, then re-raise."""
+    async def _await_run(self, run: _ActiveRun) -> None:
+        """Await the run; on cancellation abort it, let it close its events, then re-raise.
+
+        The wait is on a future of the caller's own that ``_finish_run`` resolves, which a
+        cancelled caller may cancel without touching the run; ``asyncio.shield(task)`` would do
+        the same through two relayed callbacks, an event-loop iteration more per prompt."""
         try:
-            await asyncio.shield(task)
+            await run.finished()
         except asyncio.CancelledError:
-            if task.done():
+            if run.done.done():
                 raise
             self.abort()
-            while not task.done():
+            while not run.done.done():
                 try:
-                    await asyncio.shield(task)
+                    await run.finished()
                 except asyncio.CancelledError:
-                    task.cancel()  # cancelled again while waiting: stop the run now
+                    if run.task is not None:
+                        run.task.cancel()  # cancelled again while waiting: stop the run now
             raise
 
     # -- events -------------------------------------------------------------------------------------------
@@ -520,18 +540,19 @@ class Agent:
 
     def _reduce(self, event: AgentEvent) -> None:
         live = self._run_state
-        if isinstance(event, MessageUpdateEvent | MessageStartEvent):
+        # told apart by the tag, not an ``isinstance`` chain: this runs for every event
+        if event.type in ("message_update", "message_start"):
             live.streaming_message = event.message
-        elif isinstance(event, MessageEndEvent):
+        elif event.type == "message_end":
             live.streaming_message = None
             self._state.messages.append(event.message)
-        elif isinstance(event, ToolExecutionStartEvent):
+        elif event.type == "tool_execution_start":
             live.pending_tool_calls = live.pending_tool_calls | {event.tool_call_id}
-        elif isinstance(event, ToolExecutionEndEvent):
+        elif event.type == "tool_execution_end":
             live.pending_tool_calls = live.pending_tool_calls - {event.tool_call_id}
-        elif isinstance(event, TurnEndEvent):
+        elif event.type == "turn_end":
             message = event.message
             if isinstance(message, AssistantMessage) and message.error_message:
                 live.error_message = message.error_message
-        elif isinstance(event, AgentEndEvent):
+        elif event.type == "agent_end":
             live.streaming_message = None

@@ -40,7 +40,6 @@ Where this loop deliberately differs from Pi's (each is tested):
 
 from __future__ import annotations
 
-import copy
 import dataclasses
 import inspect
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
@@ -284,27 +283,29 @@ class RunTracker:
         self.unanswered: dict[str, tuple[ToolCall, bool, ToolExecutionEndEvent | None]] = {}
 
     def observe(self, event: AgentEvent) -> None:
-        if isinstance(event, MessageUpdateEvent):
+        # Told apart by the ``type`` tag: an ``isinstance`` chain over union types rebuilds the
+        # unions on every call, and this runs for every event of every run.
+        if event.type == "message_update":
             return
-        if isinstance(event, MessageStartEvent):
+        if event.type == "message_start":
             self.message_open, self.open_message = True, event.message
-        elif isinstance(event, MessageEndEvent):
+        elif event.type == "message_end":
             self.message_open, self.open_message = False, None
             self.messages.append(event.message)
             self._answer(event.message)
-        elif isinstance(event, ToolExecutionStartEvent):
+        elif event.type == "tool_execution_start":
             self.tools[event.tool_call_id] = event.tool_name
             if event.tool_call_id in self.unanswered:
                 self.unanswered[event.tool_call_id] = (self.unanswered[event.tool_call_id][0], True, None)
-        elif isinstance(event, ToolExecutionEndEvent):
+        elif event.type == "tool_execution_end":
             self.tools.pop(event.tool_call_id, None)
             if event.tool_call_id in self.unanswered:
                 self.unanswered[event.tool_call_id] = (self.unanswered[event.tool_call_id][0], True, event)
-        elif isinstance(event, TurnStartEvent | TurnEndEvent):
-            self.turn_open = isinstance(event, TurnStartEvent)
-        elif isinstance(event, AgentStartEvent):
+        elif event.type in ("turn_start", "turn_end"):
+            self.turn_open = event.type == "turn_start"
+        elif event.type == "agent_start":
             self.started = True
-        elif isinstance(event, AgentEndEvent):
+        elif event.type == "agent_end":
             self.ended = True
 
     def failure_events(
@@ -375,10 +376,13 @@ class RunTracker:
 
 
 def _with(config: AgentLoopConfig, **changes: Any) -> AgentLoopConfig:
-    """``dataclasses.replace`` without re-running ``__init__`` over ~30 fields on every request."""
-    changed = copy.copy(config)
-    for name, value in changes.items():
-        setattr(changed, name, value)
+    """``dataclasses.replace`` without re-running ``__init__`` over ~30 fields on every request
+    (nor ``copy.copy``'s pickling protocol): the config is a plain dataclass, its state is its
+    ``__dict__``."""
+    if type(config) is not AgentLoopConfig:  # a subclass may keep state elsewhere (slots)
+        return dataclasses.replace(config, **changes)
+    changed = object.__new__(AgentLoopConfig)
+    changed.__dict__.update(config.__dict__, **changes)
     return changed
 
 

@@ -174,6 +174,8 @@ def error_text(error: BaseException, aborted: bool = False) -> str:
 
 async def resolve(value: Any) -> Any:
     """Await ``value`` if it is awaitable (hooks may be sync or async)."""
+    if value is None:  # the common answer of a sync hook; ``isawaitable`` is an ABC check
+        return None
     return await value if inspect.isawaitable(value) else value
 
 
