@@ -22,13 +22,14 @@ from pydantic import BaseModel, ConfigDict, Field, create_model
 from pydantic.fields import FieldInfo
 
 from ..ai.abort import AbortSignal
-from .tools import INJECTED_PARAMETERS, is_async_callable, run_in_worker
+from .tools import INJECTED_PARAMETERS, is_async_callable
 from .types import (
     AgentTool,
     AgentToolResult,
     AgentToolUpdateCallback,
     ToolExecutionMode,
 )
+from .workers import run_in_worker
 
 T = TypeVar("T")
 

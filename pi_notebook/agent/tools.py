@@ -1,8 +1,7 @@
-"""Running tools: the worker pool for sync code and ``ToolBatch`` (Pi's ``executeToolCalls*``).
+"""Running tools: calling ``execute`` and ``ToolBatch`` (Pi's ``executeToolCalls*``).
 
 * Sync code never runs on the event loop (in a notebook that is the kernel's loop): a sync
-  ``execute`` or a sync decorated function runs in a dedicated worker pool (32 threads, so a
-  batch of blocking tools runs truly in parallel; asyncio's default pool has only 6 on 2 cores).
+  ``execute`` or a sync decorated function runs in a worker thread (``workers.run_in_worker``).
 * What a tool returns becomes an ``AgentToolResult`` (``AgentToolResult.of``): a result as is,
   a ``str`` as one text block, content blocks as the content, anything else as JSON text.
 * ``ToolBatch`` runs the tool calls of one assistant message (Pi's ``executeToolCalls*``).
@@ -10,19 +9,16 @@
   it, however long): a tool that ignores its ``signal`` must not keep a Stop or an interrupt
   from ending the run. Its result says so; a sync tool's thread cannot be stopped and finishes
   in the background, its return value dropped.
-Imports ``pi_notebook.ai`` and the agent types only.
+Imports ``pi_notebook.ai``, the agent types and the worker threads only.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextvars
 import dataclasses
-import functools
 import inspect
 import threading
-from collections.abc import Callable, Mapping
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -50,31 +46,11 @@ from .types import (
     ToolExecutionUpdateEvent,
     emit_event,
 )
+from .workers import run_in_worker
 
 T = TypeVar("T")
 
 INJECTED_PARAMETERS = frozenset({"tool_call_id", "signal", "on_update"})
-
-# --- worker threads ------------------------------------------------------------------------
-
-_executor: ThreadPoolExecutor | None = None
-_executor_lock = threading.Lock()
-
-
-def _worker_pool() -> ThreadPoolExecutor:
-    global _executor
-    if _executor is None:
-        with _executor_lock:
-            if _executor is None:
-                _executor = ThreadPoolExecutor(max_workers=32, thread_name_prefix="pi-tool")
-    return _executor
-
-
-async def run_in_worker(fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
-    """``asyncio.to_thread`` on the tool pool (context variables are carried over)."""
-    call = functools.partial(contextvars.copy_context().run, fn, *args, **kwargs)
-    return await asyncio.get_running_loop().run_in_executor(_worker_pool(), call)
-
 
 def is_async_callable(fn: Any) -> bool:
     return inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(getattr(fn, "__call__", None))  # noqa: B004

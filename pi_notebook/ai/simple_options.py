@@ -195,9 +195,8 @@ def estimate_context_tokens(context: Context | Sequence[Any]) -> ContextEstimate
     else:
         system = estimate_text_tokens(context.system_prompt) if context.system_prompt else 0
         extra = system + _tools_tokens(context.tools)
-    return ContextEstimate(
-        estimate.tokens + extra, estimate.usage_tokens, estimate.trailing_tokens + extra, estimate.last_usage_index
-    )
+    tokens, trailing = estimate.tokens + extra, estimate.trailing_tokens + extra
+    return ContextEstimate(tokens, estimate.usage_tokens, trailing, estimate.last_usage_index)
 
 
 # --- options ---------------------------------------------------------------------------------------
