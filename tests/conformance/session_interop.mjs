@@ -1,4 +1,4 @@
-// Drives the real Pi 0.83.0 SessionManager and compaction code for tests/conformance/test_session_interop.py.
+// Drives the real Pi 0.83.0 SessionManager and compaction code for tests/conformance/test_session_interop*.py.
 // Reads {"actions": [...]} on stdin, runs each action, prints the list of results as JSON.
 // The package's main entry needs a newer node, so the core modules are imported by file.
 import { readFileSync } from "node:fs";
