@@ -389,9 +389,16 @@ class ToolBatch:
         accepting = [True]
         sent = [False]
 
+        relayed: list[None] = []  # updates a worker thread queued on the loop, not yet run
+
+        def relay(partial: AgentToolResult) -> None:
+            relayed.pop()
+            on_update(partial)
+
         def on_update(partial: AgentToolResult) -> None:
             if threading.get_ident() != loop_thread:
-                loop.call_soon_threadsafe(on_update, partial)
+                relayed.append(None)  # list appends are atomic: several threads may report
+                loop.call_soon_threadsafe(relay, partial)
                 return
             if not accepting[0]:
                 return
@@ -413,8 +420,14 @@ class ToolBatch:
             is_error = False
         except Exception as exc:
             result, is_error = AgentToolResult.error(error_text(exc)), True
-        finally:
+        except BaseException:
             accepting[0] = False
+            raise
+        if relayed:
+            # A sync tool that returned quickly can come back before the updates it sent from
+            # its thread have run; they are queued on the loop ahead of this task's next step.
+            await asyncio.sleep(0)
+        accepting[0] = False
         if interleave:
             await asyncio.sleep(0)
             if sent[0]:

@@ -83,3 +83,34 @@ async def test_jobs_beyond_the_cap_wait_for_a_free_thread(monkeypatch: pytest.Mo
     assert await asyncio.gather(*calls) == ["done"] * 5
     assert len(set(names)) == 2  # five jobs, two threads
     assert await run_in_worker(lambda: "again") == "again"  # the counts still add up
+
+
+async def test_a_fast_call_comes_back_without_a_loop_iteration(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Returned within ``FAST_WAIT_S`` (made long here, so that a busy machine cannot make the
+    test flaky), the result is taken at once: nothing else runs on the loop meanwhile."""
+    monkeypatch.setattr(workers, "FAST_WAIT_S", 10.0)
+    ran: list[str] = []
+    asyncio.get_running_loop().call_soon(ran.append, "other")
+    assert await run_in_worker(lambda: 42) == 42
+    assert ran == []
+    await asyncio.sleep(0)
+    assert ran == ["other"]
+
+
+async def test_a_slow_call_lets_the_loop_go_on(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(workers, "FAST_WAIT_S", 0.0)
+    ticks: list[int] = []
+
+    async def ticker() -> None:
+        for i in range(3):
+            ticks.append(i)
+            await asyncio.sleep(0.01)
+
+    def slow() -> str:
+        threading.Event().wait(0.1)
+        return "slow"
+
+    task = asyncio.ensure_future(ticker())
+    assert await run_in_worker(slow) == "slow"
+    assert ticks == [0, 1, 2]
+    await task
