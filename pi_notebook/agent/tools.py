@@ -382,56 +382,74 @@ class ToolBatch:
         task, end event included, before the next tool starts. A tool that sent updates yields
         once more: Pi always awaits the update emits, which takes extra ticks, so among tools
         that settle at once those without updates end first, in call order."""
-        call, sink = prepared.tool_call, self.sink
-        loop = asyncio.get_running_loop()
-        loop_thread = threading.get_ident()
-        updates: list[asyncio.Future[Any]] = []
-        accepting = [True]
-        sent = [False]
-
-        relayed: list[None] = []  # updates a worker thread queued on the loop, not yet run
-
-        def relay(partial: AgentToolResult) -> None:
-            relayed.pop()
-            on_update(partial)
-
-        def on_update(partial: AgentToolResult) -> None:
-            if threading.get_ident() != loop_thread:
-                relayed.append(None)  # list appends are atomic: several threads may report
-                loop.call_soon_threadsafe(relay, partial)
-                return
-            if not accepting[0]:
-                return
-            sent[0] = True
-            try:
-                result = sink(ToolExecutionUpdateEvent(call.id, call.name, call.arguments, partial))
-            except Exception as exc:  # surfaces at the drain, like a rejected emit in Pi
-                failed: asyncio.Future[Any] = loop.create_future()
-                failed.set_exception(exc)
-                updates.append(failed)
-                return
-            if result is not None and inspect.isawaitable(result):
-                updates.append(spawn(resolve(result)))
-
+        call = prepared.tool_call
+        updates = _UpdateRelay(call, self.sink)
         try:
             result: AgentToolResult = await call_tool_execute(
-                prepared.tool, call.id, prepared.args, self.signal, on_update
+                prepared.tool, call.id, prepared.args, self.signal, updates.on_update
             )
             is_error = False
         except Exception as exc:
             result, is_error = AgentToolResult.error(error_text(exc)), True
         except BaseException:
-            accepting[0] = False
+            updates.accepting = False
             raise
-        if relayed:
-            # A sync tool that returned quickly can come back before the updates it sent from
-            # its thread have run; they are queued on the loop ahead of this task's next step.
-            await asyncio.sleep(0)
-        accepting[0] = False
+        await updates.close()
         if interleave:
             await asyncio.sleep(0)
-            if sent[0]:
+            if updates.sent:
                 await asyncio.sleep(0)
-        if updates:
-            await asyncio.gather(*updates)
+        await updates.drain()
         return result, is_error
+
+
+class _UpdateRelay:
+    """A running tool's ``on_update``: each update becomes a ``tool_execution_update`` at once
+    (from a worker thread, by way of the loop); updates after the call settled are dropped;
+    what a listener's emit awaits (or raises) is collected for :meth:`drain`."""
+
+    __slots__ = ("accepting", "call", "loop", "loop_thread", "pending", "relayed", "sent", "sink")
+
+    def __init__(self, call: ToolCall, sink: AgentEventSink) -> None:
+        self.call, self.sink = call, sink
+        self.loop = asyncio.get_running_loop()
+        self.loop_thread = threading.get_ident()
+        self.pending: list[asyncio.Future[Any]] = []
+        self.relayed: list[None] = []  # updates a worker thread queued on the loop, not yet run
+        self.accepting = True
+        self.sent = False
+
+    def on_update(self, partial: AgentToolResult) -> None:
+        if threading.get_ident() != self.loop_thread:
+            self.relayed.append(None)  # list appends are atomic: several threads may report
+            self.loop.call_soon_threadsafe(self._relay, partial)
+            return
+        if not self.accepting:
+            return
+        self.sent = True
+        call = self.call
+        try:
+            result = self.sink(ToolExecutionUpdateEvent(call.id, call.name, call.arguments, partial))
+        except Exception as exc:  # surfaces at the drain, like a rejected emit in Pi
+            failed: asyncio.Future[Any] = self.loop.create_future()
+            failed.set_exception(exc)
+            self.pending.append(failed)
+            return
+        if result is not None and inspect.isawaitable(result):
+            self.pending.append(spawn(resolve(result)))
+
+    def _relay(self, partial: AgentToolResult) -> None:
+        self.relayed.pop()
+        self.on_update(partial)
+
+    async def close(self) -> None:
+        """Stop accepting updates once those the tool sent before it returned are in: a sync
+        tool that returned quickly can come back before the updates it sent from its thread
+        have run, and they are queued on the loop ahead of this task's next step."""
+        if self.relayed:
+            await asyncio.sleep(0)
+        self.accepting = False
+
+    async def drain(self) -> None:
+        if self.pending:
+            await asyncio.gather(*self.pending)
