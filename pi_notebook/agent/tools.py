@@ -89,7 +89,6 @@ async def call_tool_execute(
             remove()
             for timer in timers:
                 timer.cancel()
-    raise AssertionError("unreachable: the scope re-raises")  # pragma: no cover
 
 
 async def _execute(

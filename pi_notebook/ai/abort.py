@@ -127,10 +127,10 @@ class CancelScope:
 
     async def __aexit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: Any
-    ) -> bool:
+    ) -> None:
         task = self._task
         if not self.requested or task is None:
-            return False
+            return
         cancelled = exc_type is asyncio.CancelledError
         pending = False
         if not cancelled:
@@ -145,7 +145,7 @@ class CancelScope:
             raise asyncio.CancelledError
         if (cancelled and not external) or (pending and exc_type is None):
             raise self._error() from None
-        return False  # not ours, or the work caught ours and went on (or raised): that stands
+        # otherwise not ours, or the work caught ours and went on (or raised): that stands
 
 
 async def run_abortable(awaitable: Awaitable[T], signal: AbortSignal | None) -> T:
@@ -163,4 +163,3 @@ async def run_abortable(awaitable: Awaitable[T], signal: AbortSignal | None) -> 
             return await awaitable
         finally:
             remove()
-    raise AssertionError("unreachable: the scope re-raises")  # pragma: no cover
