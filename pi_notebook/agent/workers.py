@@ -27,6 +27,7 @@ import asyncio
 import contextlib
 import contextvars
 import itertools
+import os
 import queue
 import threading
 from collections.abc import Callable
@@ -75,6 +76,16 @@ class _Pool:
 
 
 _pool = _Pool()
+
+
+def _forget_threads() -> None:
+    """A forked child has none of the parent's threads: counting them would queue its jobs for
+    threads that do not exist."""
+    global _pool
+    _pool = _Pool()
+
+
+os.register_at_fork(after_in_child=_forget_threads)
 
 
 FAST_WAIT_S = 0.0005

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import os
 import threading
 
 import pytest
@@ -114,3 +115,23 @@ async def test_a_slow_call_lets_the_loop_go_on(monkeypatch: pytest.MonkeyPatch) 
     assert await run_in_worker(slow) == "slow"
     assert ticks == [0, 1, 2]
     await task
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
+async def test_a_forked_child_starts_threads_of_its_own() -> None:
+    """The parent's idle threads do not exist in a child; a job there must still run."""
+    assert await run_in_worker(lambda: "warm") == "warm"  # the parent now has an idle thread
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: a fresh loop, one job, the answer through the pipe
+        answer = b"no answer in 10 s"
+        try:
+            answer = asyncio.run(asyncio.wait_for(run_in_worker(lambda: b"child ok"), 10))
+        finally:
+            os.write(write, answer)
+            os._exit(0)
+    os.close(write)
+    answer = await asyncio.to_thread(os.read, read, 100)
+    os.close(read)
+    await asyncio.to_thread(os.waitpid, pid, 0)
+    assert answer == b"child ok"
