@@ -168,24 +168,23 @@ class AgentState:
 @dataclass(eq=False)
 class _ActiveRun:
     controller: AbortController
-    done: asyncio.Future[None]
     tracker: RunTracker = field(default_factory=RunTracker)
     detached: bool = False  # set by reset(): the run's remaining events leave the state alone
     task: asyncio.Task[Any] | None = None
-    waiters: list[asyncio.Future[None]] = field(default_factory=list)  # the prompt's own waits
+    waiters: list[asyncio.Future[None]] = field(default_factory=list)  # callers' own waits
+    done: bool = False
 
     def finished(self) -> asyncio.Future[None]:
         """A future of the caller's own that the end of the run resolves (done now if over)."""
         waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        if self.done.done():
+        if self.done:
             waiter.set_result(None)
         else:
             self.waiters.append(waiter)
         return waiter
 
     def release(self) -> None:
-        if not self.done.done():
-            self.done.set_result(None)
+        self.done = True
         waiters, self.waiters = self.waiters, []
         for waiter in waiters:
             if not waiter.done():
@@ -318,7 +317,7 @@ class Agent:
     async def wait_for_idle(self) -> None:
         """Return once the active run and all its awaited listeners have finished."""
         if self._active_run is not None:
-            await asyncio.shield(self._active_run.done)
+            await self._active_run.finished()
 
     def reset(self) -> None:
         """Abort the active run, then clear the transcript, runtime state and queues. (Pi's
@@ -449,7 +448,7 @@ class Agent:
         """Claim the agent synchronously (so a second ``prompt`` fails at once) and start the run."""
         if self._active_run is not None:
             raise RuntimeError("Agent is already processing.")
-        run = _ActiveRun(AbortController(), asyncio.get_running_loop().create_future())
+        run = _ActiveRun(AbortController())
         self._active_run = run
         live = self._run_state
         live.is_streaming = True
@@ -497,10 +496,10 @@ class Agent:
         try:
             await run.finished()
         except asyncio.CancelledError:
-            if run.done.done():
+            if run.done:
                 raise
             self.abort()
-            while not run.done.done():
+            while not run.done:
                 try:
                     await run.finished()
                 except asyncio.CancelledError:
