@@ -179,9 +179,8 @@ class Provider(Generic[OptionsT]):
             options, passthrough = _split_passthrough(options, self.simple_passthrough)
             ctx = _as_context(context)
             opts = self.simple_options(model, ctx, coerce_options(options, SimpleStreamOptions))
-            given = {name: value for name, value in passthrough.items() if value is not None}
-            if given:  # most calls pass none: skip a copy of ~25 fields
-                opts = dataclasses.replace(opts, **given)
+            if passthrough:  # most calls pass none: skip a copy of ~25 fields
+                opts = dataclasses.replace(opts, **passthrough)
             return self._start(model, ctx, opts)
         except Exception as exc:  # streams never raise: a setup failure is the error event
             return error_stream(model, describe_error(exc))
@@ -196,10 +195,12 @@ def _as_context(context: Context | Mapping[str, Any]) -> Context:
 
 
 def _split_passthrough(options: Any, names: tuple[str, ...]) -> tuple[Any, dict[str, Any]]:
-    """``options`` without the ``names`` fields, and those fields' values (``None`` when absent)."""
+    """``options`` without the ``names`` fields, and those of them that are given (not ``None``)."""
     if not names:
         return options, {}
     if isinstance(options, Mapping):
         rest = {k: v for k, v in options.items() if k not in names}
-        return rest, {name: options.get(name) for name in names}
-    return options, {name: getattr(options, name, None) for name in names}
+        given = {name: options.get(name) for name in names}
+    else:
+        rest, given = options, {name: getattr(options, name, None) for name in names}
+    return rest, {name: value for name, value in given.items() if value is not None}
