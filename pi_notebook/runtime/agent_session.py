@@ -81,6 +81,8 @@ class AgentSession:
         self._last_assistant: Any = None
         self._run: AgentRunOptions | None = None
         self._branch_summary_abort: AbortController | None = None
+        self._default_thinking_level = self.settings.default_thinking_level
+        """The level a switch to a reasoning model starts from (Pi's saved default)."""
         self._retry = AutoRetry(agent, lambda: self.settings.retry, self._emit)
         self._compactor = Compactor(
             agent,
@@ -141,11 +143,13 @@ class AgentSession:
 
     @property
     def is_streaming(self) -> bool:
-        return self.agent.state.is_streaming
+        """A run is in progress: the agent streams, or the session waits to retry, compacts or
+        continues after it (a prompt now is queued or refused, as while the agent streams)."""
+        return self._run_active or self.agent.state.is_streaming
 
     @property
     def is_idle(self) -> bool:
-        return not self._run_active and not self.agent.state.is_streaming
+        return not self.is_streaming
 
     @property
     def is_retrying(self) -> bool:
@@ -382,7 +386,7 @@ class AgentSession:
         """Switch the model, record a ``model_change`` entry and clamp the thinking level to
         what the new model supports (a model without reasoning keeps "off")."""
         supported_before = self.model is not None and bool(self.agent.state.model.reasoning)
-        level = self.thinking_level if supported_before else "medium"
+        level = self.thinking_level if supported_before else self._default_thinking_level
         self.agent.state.model = model
         self.session_manager.append_model_change(model.provider, model.id)
         self.set_thinking_level(level)
@@ -398,6 +402,8 @@ class AgentSession:
         self.agent.state.thinking_level = effective  # type: ignore[assignment]
         if effective != previous:
             self.session_manager.append_thinking_level_change(effective)
+            if (self.model is not None and self.model.reasoning) or effective != "off":
+                self._default_thinking_level = effective  # Pi saves it as the settings' default
             self._emit(ThinkingLevelChangedEvent(effective))
 
     def _clamped(self, level: str) -> str:

@@ -118,13 +118,10 @@ class CompactionEndEvent(_SessionEvent):
     type: Literal["compaction_end"] = "compaction_end"
 
     def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {
-            "type": self.type,
-            "reason": self.reason,
-            "result": self.result,
-            "aborted": self.aborted,
-            "willRetry": self.will_retry,
-        }
+        out: dict[str, Any] = {"type": self.type, "reason": self.reason}
+        if self.result is not None:  # Pi's JSON leaves an undefined result out
+            out["result"] = self.result
+        out["aborted"], out["willRetry"] = self.aborted, self.will_retry
         if self.error_message is not None:
             out["errorMessage"] = self.error_message
         return out

@@ -33,3 +33,6 @@ class RetrySettings:
 class AgentSessionSettings:
     retry: RetrySettings = field(default_factory=RetrySettings)
     compaction: CompactionSettings = field(default_factory=CompactionSettings)
+    default_thinking_level: str = "medium"
+    """Where a switch from a model without reasoning to one with it starts (Pi's
+    ``defaultThinkingLevel``); a level set on a reasoning model becomes the new default."""
