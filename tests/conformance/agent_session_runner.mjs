@@ -25,6 +25,8 @@ const { createExtensionRuntime } = await import(join(core, "extensions/loader.js
 const SCENARIO_TIMEOUT_MS = 15000;
 const CWD = "/work/project";
 
+const ECHO_PARAMETERS = { type: "object", properties: { text: { type: "string" } }, required: ["text"] };
+
 const plain = (value) => (value === undefined ? undefined : JSON.parse(JSON.stringify(value)));
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -45,6 +47,17 @@ function makeResponse(spec) {
   };
   if (spec.errorMessage !== undefined) message.errorMessage = spec.errorMessage;
   return message;
+}
+
+// The scenarios' one tool behaviour, as agent_runner.mjs's "echo": the arguments as JSON.
+function echoTool(name) {
+  return {
+    name,
+    label: name,
+    description: `The ${name} tool`,
+    parameters: ECHO_PARAMETERS,
+    execute: async (_id, args) => ({ content: [{ type: "text", text: JSON.stringify(args) }], details: { args } }),
+  };
 }
 
 // What AgentSession reads from a resource loader: no extensions, skills, prompts or context
@@ -134,7 +147,7 @@ class ScenarioRun {
       cwd: CWD,
       resourceLoader: makeResourceLoader(scenario.systemPrompt),
       modelRuntime: makeModelRuntime(this.faux.models),
-      baseToolsOverride: {},
+      baseToolsOverride: Object.fromEntries((scenario.tools ?? []).map((name) => [name, echoTool(name)])),
     });
     this.actions = (scenario.actions ?? []).map((action) => ({ ...action, matches: makeMatcher(action.at) }));
     this.session.subscribe((event) => this.record(event));
@@ -155,9 +168,9 @@ class ScenarioRun {
       session.prompt(action.text, options).catch(failed);
     } else if (action.do === "steer") session.steer(action.text).catch(failed);
     else if (action.do === "followUp") session.followUp(action.text).catch(failed);
-    else if (action.do === "abort") {
-      setTimeout(() => session.abort().catch(failed), action.afterMs ?? 0);
-    }
+    else if (action.do === "abort" && action.afterMs === undefined) session.abort().catch(failed);
+    else if (action.do === "abort") setTimeout(() => session.abort().catch(failed), action.afterMs);
+    else throw new Error(`unknown action ${action.do}`);
   }
 
   model(id) {

@@ -21,12 +21,13 @@ A scenario (all keys but ``name``, ``description`` and ``responses`` optional):
   errorMessage?}``); a compaction's summary requests take their answers from it too.
   ``models``: the faux provider's models (``[{id, contextWindow?, reasoning?}]``, default one
   ``faux-1``); ``tokenSize``, ``tokensPerSecond``: its pacing.
-* ``systemPrompt``: the custom prompt; ``settings``: Pi's ``retry`` (``enabled``,
+* ``tools``: names of ``echo`` tools (``agent_runner``'s: the arguments as JSON);
+  ``systemPrompt``: the custom prompt; ``settings``: Pi's ``retry`` (``enabled``,
   ``maxRetries``, ``baseDelayMs``) and ``compaction`` (``enabled``, ``reserveTokens``,
   ``keepRecentTokens``) sections.
 * ``actions``: ``{at: {type, role?, event?, nth}, do, ...}`` run from the recording listener at
   the nth matching event: ``prompt`` (``text``, ``streamingBehavior`` ``"steer"`` or
-  ``"followUp"``, or none), ``steer``, ``followUp`` (``text``), ``abort`` (``afterMs`` later).
+  ``"followUp"``, or none), ``steer``, ``followUp`` (``text``), ``abort`` (at once, or ``afterMs`` later).
   A failing action records its error message in ``actionErrors``.
 * ``steps``, run in order: ``{prompt}``, ``{setModel: id}``, ``{setThinkingLevel}``,
   ``{setSessionName}``, ``{compact: instructions | null}``, ``{waitForIdle: true}``.
@@ -45,7 +46,7 @@ from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import Any
 
-from conformance.agent_runner import make_response, plain
+from conformance.agent_runner import make_response, make_tool, plain
 
 from pi_notebook import AgentSession
 from pi_notebook.agent import Agent
@@ -137,7 +138,7 @@ class ScenarioRun:
                 "model": self.faux.get_model(),
                 "system_prompt": pi_system_prompt(scenario.get("systemPrompt", "")),
                 "thinking_level": "off",
-                "tools": [],
+                "tools": [make_tool({"name": name, "behaviour": "echo"}) for name in scenario.get("tools", [])],
             },
         )
         self.session = AgentSession(
@@ -181,9 +182,11 @@ class ScenarioRun:
             self._spawn(session.steer(action["text"]))
         elif kind == "followUp":
             self._spawn(session.follow_up(action["text"]))
+        elif kind == "abort" and "afterMs" not in action:
+            self._spawn(session.abort())
         elif kind == "abort":
             loop = asyncio.get_running_loop()
-            loop.call_later(action.get("afterMs", 0) / 1000, lambda: self._spawn(session.abort()))
+            loop.call_later(action["afterMs"] / 1000, lambda: self._spawn(session.abort()))
         else:
             raise ValueError(f"unknown action {kind}")
 
