@@ -1,8 +1,9 @@
 """pi_notebook: the Pi agent core in Python, running inside the Jupyter kernel.
 
-Layers (imports go one way only): ``ai`` <- ``agent`` <- ``session`` / ``mcp`` <- ``notebook``
-(see ``docs/design.md``). Importing this package does not import IPython; the extension hooks and
-``current`` load the notebook layer on first use.
+Layers (imports go one way only): ``ai`` <- ``agent`` <- ``session`` / ``mcp`` <- ``runtime``
+(``AgentSession``) <- ``notebook`` (see ``docs/design.md``). Importing this package does not import
+IPython; the extension hooks and ``current`` load the notebook layer on first use, and
+``AgentSession`` loads ``pi_notebook.runtime`` on first access.
 """
 
 from __future__ import annotations
@@ -10,10 +11,29 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
-__all__ = ["__version__", "current", "load_ipython_extension", "unload_ipython_extension"]
+__all__ = ["AgentSession", "__version__", "current", "load_ipython_extension", "unload_ipython_extension"]
 
 if TYPE_CHECKING:
     from .agent import Agent
+    from .runtime import AgentSession
+
+
+def __getattr__(name: str) -> Any:
+    if name == "AgentSession":
+        from .runtime.agent_session import AgentSession as found
+
+        globals()[name] = found
+        return found
+    if name.startswith("__"):
+        raise AttributeError(name)
+    import importlib
+
+    try:
+        return importlib.import_module(f"{__name__}.{name}")
+    except ModuleNotFoundError as exc:
+        if exc.name != f"{__name__}.{name}":
+            raise
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def load_ipython_extension(ipython: Any) -> None:

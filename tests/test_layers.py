@@ -1,4 +1,5 @@
-"""The import contract: ``ai`` <- ``agent`` <- (``mcp``, ``session``) <- ``notebook``, no cycles.
+"""The import contract: ``ai`` <- ``agent`` <- (``mcp``, ``session``) <- ``runtime`` <- ``notebook``,
+no cycles.
 
 Each layer imports only the layers below it, never upwards, not even lazily inside a function
 or under ``TYPE_CHECKING``; ``mcp`` (tool sources) and ``session`` (session files) sit side by
@@ -18,14 +19,13 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parent.parent / "pi_notebook"
 NOTEBOOK_LIBRARIES = ("IPython", "ipykernel", "ipywidgets")
+UPPER = ("pi_notebook.runtime", "pi_notebook.notebook")
 FORBIDDEN = {
-    "ai": (
-        "pi_notebook.agent", "pi_notebook.mcp", "pi_notebook.session", "pi_notebook.notebook",
-        *NOTEBOOK_LIBRARIES,
-    ),
-    "agent": ("pi_notebook.mcp", "pi_notebook.session", "pi_notebook.notebook", *NOTEBOOK_LIBRARIES),
-    "mcp": ("pi_notebook.session", "pi_notebook.notebook", *NOTEBOOK_LIBRARIES),
-    "session": ("pi_notebook.mcp", "pi_notebook.notebook", *NOTEBOOK_LIBRARIES),
+    "ai": ("pi_notebook.agent", "pi_notebook.mcp", "pi_notebook.session", *UPPER, *NOTEBOOK_LIBRARIES),
+    "agent": ("pi_notebook.mcp", "pi_notebook.session", *UPPER, *NOTEBOOK_LIBRARIES),
+    "mcp": ("pi_notebook.session", *UPPER, *NOTEBOOK_LIBRARIES),
+    "session": ("pi_notebook.mcp", *UPPER, *NOTEBOOK_LIBRARIES),
+    "runtime": ("pi_notebook.notebook", *NOTEBOOK_LIBRARIES),
 }
 
 
@@ -80,7 +80,8 @@ def test_resolution_of_relative_imports_is_checked() -> None:
 def test_importing_the_agent_core_loads_no_notebook_library() -> None:
     code = (
         "import sys, pi_notebook.agent, pi_notebook.ai, pi_notebook.ai.faux, pi_notebook.mcp\n"
-        "import pi_notebook.session\n"
+        "import pi_notebook.session, pi_notebook.runtime.agent_session\n"
+        "from pi_notebook import AgentSession\n"
         f"loaded = sorted(m for m in sys.modules if m.split('.')[0] in {NOTEBOOK_LIBRARIES!r})\n"
         "print(','.join(loaded))\n"
     )

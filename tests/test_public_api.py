@@ -22,6 +22,7 @@ import pi_notebook.ai
 import pi_notebook.notebook
 
 TOP_LEVEL = [
+    "AgentSession",
     "__version__",
     "current",
     "load_ipython_extension",
@@ -117,6 +118,7 @@ AGENT = [
     "AgentLoopConfig",
     "AgentLoopTurnUpdate",
     "AgentMessage",
+    "AgentRunOptions",
     "AgentStartEvent",
     "AgentState",
     "AgentTool",
@@ -173,11 +175,30 @@ NOTEBOOK = [
     "unload_ipython_extension",
 ]
 
+RUNTIME = [
+    "AgentSession",
+    "AgentSessionEvent",
+    "AgentSessionSettings",
+    "AgentSettledEvent",
+    "AutoRetryEndEvent",
+    "AutoRetryStartEvent",
+    "CompactionEndEvent",
+    "CompactionStartEvent",
+    "EntryAppendedEvent",
+    "QueueUpdateEvent",
+    "RetrySettings",
+    "SessionAgentEndEvent",
+    "SessionInfoChangedEvent",
+    "StreamingBehavior",
+    "ThinkingLevelChangedEvent",
+]
+
 PINNED = {
     "pi_notebook": TOP_LEVEL,
     "pi_notebook.ai": AI,
     "pi_notebook.agent": AGENT,
     "pi_notebook.notebook": NOTEBOOK,
+    "pi_notebook.runtime": RUNTIME,
 }
 
 

@@ -27,6 +27,7 @@ if TYPE_CHECKING:
         run_agent_loop_continue,
         set_default_stream_fn,
     )
+    from .run_options import AgentRunOptions
     from .types import (
         AfterToolCallContext,
         AfterToolCallResult,
@@ -76,6 +77,7 @@ _HOMES = {
     "AgentListener": "types",
     "AgentLoopConfig": "types",
     "AgentLoopTurnUpdate": "types",
+    "AgentRunOptions": "run_options",
     "AgentMessage": "types",
     "AgentStartEvent": "types",
     "AgentState": "agent",
@@ -124,6 +126,7 @@ __all__ = [
     "AgentLoopConfig",
     "AgentLoopTurnUpdate",
     "AgentMessage",
+    "AgentRunOptions",
     "AgentStartEvent",
     "AgentState",
     "AgentTool",

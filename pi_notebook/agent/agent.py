@@ -40,6 +40,7 @@ from ..ai.options import OnPayload, OnResponse, Transport
 from ..ai.types import AssistantMessage, ImageContent, Model, ModelCost, TextContent, UserMessage, now_ms
 from .loop import RunTracker, get_default_stream_fn, run_agent_loop, run_agent_loop_continue
 from .queues import PendingMessageQueue
+from .run_options import AgentRunOptions
 from .tools import error_text, resolve
 from .types import (
     AfterToolCallHook,
@@ -336,8 +337,11 @@ class Agent:
         self,
         input: str | AgentMessage | Sequence[AgentMessage],
         images: Sequence[ImageContent] | None = None,
+        *,
+        run: AgentRunOptions | None = None,
     ) -> None:
-        """Run from text (plus images), one message or a list of messages."""
+        """Run from text (plus images), one message or a list of messages; ``run``: settings
+        for this run only (``AgentRunOptions``)."""
         if self._active_run is not None:
             raise RuntimeError(PROMPT_BUSY)
         messages: list[AgentMessage]
@@ -347,11 +351,11 @@ class Agent:
             messages = list(input)
         else:
             messages = [cast("AgentMessage", input)]
-        await self._run_prompt_messages(messages)
+        await self._run_prompt_messages(messages, run=run)
 
-    async def continue_(self) -> None:
+    async def continue_(self, *, run: AgentRunOptions | None = None) -> None:
         """Continue from the transcript; from an assistant tail, run queued steering (then
-        follow-up) messages instead."""
+        follow-up) messages instead. ``run`` as for ``prompt``."""
         if self._active_run is not None:
             raise RuntimeError(CONTINUE_BUSY)
         messages = self._state.messages
@@ -360,46 +364,54 @@ class Agent:
         if getattr(messages[-1], "role", None) == "assistant":
             steering = self._steering.drain()
             if steering:
-                await self._run_prompt_messages(steering, skip_initial_steering_poll=True)
+                await self._run_prompt_messages(steering, skip_initial_steering_poll=True, run=run)
                 return
             follow_ups = self._follow_ups.drain()
             if follow_ups:
-                await self._run_prompt_messages(follow_ups)
+                await self._run_prompt_messages(follow_ups, run=run)
                 return
             raise RuntimeError("Cannot continue from message role: assistant")
-        await self._await_run(self._start_run(self._continuation))
+
+        async def continuation(active: _ActiveRun) -> None:
+            await run_agent_loop_continue(
+                self._context_snapshot(run),
+                self._loop_config(run=run),
+                lambda event: self._process_event(active, event),
+                active.controller.signal,
+                self.stream_fn,
+            )
+
+        await self._await_run(self._start_run(continuation))
 
     async def _run_prompt_messages(
-        self, messages: list[AgentMessage], skip_initial_steering_poll: bool = False
+        self,
+        messages: list[AgentMessage],
+        skip_initial_steering_poll: bool = False,
+        *,
+        run: AgentRunOptions | None = None,
     ) -> None:
-        async def execute(run: _ActiveRun) -> None:
+        async def execute(active: _ActiveRun) -> None:
             await run_agent_loop(
                 messages,
-                self._context_snapshot(),
-                self._loop_config(skip_initial_steering_poll),
-                lambda event: self._process_event(run, event),
-                run.controller.signal,
+                self._context_snapshot(run),
+                self._loop_config(skip_initial_steering_poll, run=run),
+                lambda event: self._process_event(active, event),
+                active.controller.signal,
                 self.stream_fn,
             )
 
         await self._await_run(self._start_run(execute))
 
-    async def _continuation(self, run: _ActiveRun) -> None:
-        await run_agent_loop_continue(
-            self._context_snapshot(),
-            self._loop_config(),
-            lambda event: self._process_event(run, event),
-            run.controller.signal,
-            self.stream_fn,
-        )
-
-    def _context_snapshot(self) -> AgentContext:
+    def _context_snapshot(self, run: AgentRunOptions | None = None) -> AgentContext:
         state = self._state
+        tools = state.tools if run is None or run.tools is None else run.tools
         return AgentContext(
-            system_prompt=state.system_prompt, messages=list(state.messages), tools=list(state.tools)
+            system_prompt=state.system_prompt, messages=list(state.messages), tools=list(tools)
         )
 
-    def _loop_config(self, skip_initial_steering_poll: bool = False) -> AgentLoopConfig:
+    def _loop_config(
+        self, skip_initial_steering_poll: bool = False, *, run: AgentRunOptions | None = None
+    ) -> AgentLoopConfig:
         state = self._state
         skip = [skip_initial_steering_poll]
 
@@ -409,7 +421,7 @@ class Agent:
                 return []
             return self._steering.drain()
 
-        return AgentLoopConfig(
+        config = AgentLoopConfig(
             model=state.model,
             reasoning=None if state.thinking_level == "off" else state.thinking_level,
             session_id=self.session_id,
@@ -429,6 +441,7 @@ class Agent:
             get_steering_messages=get_steering_messages,
             get_follow_up_messages=self._follow_ups.drain,
         )
+        return config if run is None else run.apply(config)
 
     def _has_prepare_hook(self) -> bool:
         return self.prepare_next_turn_with_context is not None or self.prepare_next_turn is not None

@@ -27,7 +27,7 @@ import threading
 import time
 import weakref
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, Literal
 
 import httpx
 
@@ -160,6 +160,9 @@ class ProviderError(Exception):
         self.retry_note = ""
         self.reason: str | None = None
         """The HTTP reason phrase the server sent (``None`` for a transport error)."""
+        self.kind: Literal["http", "connect", "timeout"] = "http" if status is not None else "connect"
+        """What failed: a non-2xx answer, no (or a dropped) connection, or a timeout."""
+        self.url: str | None = None
 
 
 MAX_ERROR_BODY_CHARS = 4000
@@ -339,6 +342,7 @@ async def open_stream(
         except httpx.TransportError as exc:
             # The exception type says what failed (ConnectError: refused, ReadTimeout, ...).
             error = ProviderError(None, transport_error_text(exc, timeout))
+            error.kind = "timeout" if isinstance(exc, httpx.TimeoutException) else "connect"
         else:
             if response.status_code < 300:
                 return response
@@ -349,6 +353,7 @@ async def open_stream(
                 response.status_code, format_error_body(response.status_code, text), response.headers, text
             )
             error.reason = response.reason_phrase
+        error.url = url
         if options.signal is not None and options.signal.aborted:
             raise AbortError("Request aborted")  # Pi: an aborted request is never retried
         if attempt >= max_retries or not is_retryable(error):
@@ -357,7 +362,7 @@ async def open_stream(
         if requested and cap_ms > 0 and delay * 1000 > cap_ms:
             note = f"Server requested {math.ceil(delay)}s retry delay (max: {math.ceil(cap_ms / 1000)}s). "
             capped = ProviderError(error.status, f"{note}{error}", error.headers, error.body)
-            capped.retry_note = note
+            capped.retry_note, capped.kind, capped.url = note, error.kind, url
             raise capped
         await abortable_sleep(delay, options.signal)
         attempt += 1

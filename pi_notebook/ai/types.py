@@ -14,10 +14,11 @@ from __future__ import annotations
 import time
 from typing import Annotated, Any, Literal, TypeAlias
 
-from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag
+from pydantic import BaseModel, ConfigDict, Discriminator, Field, PrivateAttr, Tag
 from pydantic.alias_generators import to_camel
 
 from . import levels
+from .failures import RequestFailure
 
 ThinkingLevel: TypeAlias = levels.ThinkingLevel  # defined in ``levels.py``, kept importable here
 ModelThinkingLevel: TypeAlias = levels.ModelThinkingLevel
@@ -158,6 +159,18 @@ class AssistantMessage(PiModel):
     error_message: str | None = None
     raw_stop_reason: str | None = None
     timestamp: int = Field(default_factory=now_ms)
+    _failure: RequestFailure | None = PrivateAttr(default=None)
+
+    @property
+    def failure(self) -> RequestFailure | None:
+        """What the failed request was (kind, status, the server's Retry-After, URL), when the
+        provider that made this message recorded it. Not part of Pi's JSON: a message read back
+        from a session file has none."""
+        return self._failure
+
+    @failure.setter
+    def failure(self, failure: RequestFailure | None) -> None:
+        self._failure = failure
 
 
 class ToolResultMessage(PiModel):

@@ -27,6 +27,7 @@ import httpx
 from ..abort import ABORT_MESSAGE, AbortError, run_abortable
 from ..event_stream import AssistantMessageEventStream, error_stream
 from ..events import DoneEvent, DoneReason, ErrorEvent, StartEvent
+from ..failures import RequestFailure, retry_after_seconds
 from ..http import ProviderError, get_client, open_stream, request_timeout, transport_error_text
 from ..options import SimpleStreamOptions, StreamOptions, coerce_options
 from ..redact import redact, secret_header_values
@@ -67,7 +68,13 @@ class ProviderRun:
                 replaced = await replaced
             if replaced is not None:
                 payload = replaced
-        response = await open_stream(get_client(opts), url, headers, payload, opts)
+        try:
+            response = await open_stream(get_client(opts), url, headers, payload, opts)
+        except ProviderError as exc:  # adapters reword it; what it was is kept here, as data
+            self.output.failure = RequestFailure(
+                exc.kind, exc.status, retry_after_seconds(exc.headers) if exc.headers else None, exc.url
+            )
+            raise
         if opts.on_response is not None:
             result = opts.on_response(
                 {"status": response.status_code, "headers": dict(response.headers)}, self.model
@@ -111,6 +118,8 @@ async def _produce(run: ProviderRun, body: Callable[[ProviderRun], Awaitable[Non
         # an error body or event may echo the request's credentials back
         secrets = [run.options.api_key, *secret_header_values(run.options.headers)]
         output.error_message = redact(text, [*secrets, *secret_header_values(run.model.headers)])
+        if aborted or output.failure is None:
+            output.failure = classify_failure(exc, aborted=aborted, reading=run.reading)
         run.stream.push(ErrorEvent(reason=output.stop_reason, error=output))
     finally:
         run.stream.end()
@@ -123,6 +132,23 @@ def redact_key(text: str, api_key: str | None) -> str:
 
 # What reading a response of an unexpected shape raises (``"text" + 42``, ``"str".get``).
 _SHAPE_ERRORS = (TypeError, AttributeError, KeyError, IndexError)
+
+
+def classify_failure(exc: BaseException, *, aborted: bool, reading: bool) -> RequestFailure:
+    """What kind of failure ended a stream (an HTTP error was recorded when it was raised)."""
+    if aborted or isinstance(exc, AbortError):
+        return RequestFailure("abort")
+    if isinstance(exc, ProviderError):
+        return RequestFailure(exc.kind, exc.status, url=exc.url)
+    if isinstance(exc, httpx.TimeoutException):
+        return RequestFailure("timeout")
+    if isinstance(exc, httpx.TransportError):
+        return RequestFailure("connect")
+    if reading and isinstance(exc, _SHAPE_ERRORS):
+        return RequestFailure("shape")
+    if isinstance(exc, StreamError) and reading:
+        return RequestFailure("stream")  # the server said so inside a 2xx stream
+    return RequestFailure("other")
 
 
 def describe_error(exc: BaseException, label: str | None = None, options: StreamOptions | None = None) -> str:

@@ -1,0 +1,104 @@
+"""``AgentRunOptions``: settings for one ``Agent.prompt`` / ``continue_`` call only.
+
+A host that runs an agent it does not own (the notebook runs the user's ``Agent``) gives the
+run its own tools, approval gate, turn limit and request settings as a value here, instead of
+setting the agent's attributes and putting them back afterwards. The agent's own hooks keep
+working and a hook the user assigns while the run goes on is the agent's from then on; the run's
+settings add to them:
+
+* ``tools``: the run's tool list, in place of ``state.tools`` (the state is not changed).
+* ``before_tool_call``: asked after the agent's own hook, unless that one blocked the call.
+* ``should_stop_after_turn``: asked first; the agent's own hook is asked when it says go on.
+* ``on_payload``: applied after the agent's own, to the payload that one returned.
+* ``temperature``, ``timeout_ms``, ``max_tokens``: the stream options of every request of the run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ..ai.abort import AbortSignal
+from ..ai.options import OnPayload
+from ..ai.types import Model
+from .tools import coerce_result, resolve
+from .types import (
+    AgentLoopConfig,
+    AgentTool,
+    BeforeToolCallContext,
+    BeforeToolCallHook,
+    BeforeToolCallResult,
+    TurnContext,
+)
+
+__all__ = ["AgentRunOptions"]
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class AgentRunOptions:
+    """See the module docstring. Every field left ``None`` leaves the agent's own setting."""
+
+    tools: Sequence[AgentTool] | None = None
+    before_tool_call: BeforeToolCallHook | None = None
+    should_stop_after_turn: Callable[[TurnContext], Any] | None = None
+    on_payload: OnPayload | None = None
+    temperature: float | None = None
+    timeout_ms: int | None = None
+    max_tokens: int | None = None
+
+    def apply(self, config: AgentLoopConfig) -> AgentLoopConfig:
+        """``config`` (the agent's loop config for this run) with this run's settings added."""
+        for name in ("temperature", "timeout_ms", "max_tokens"):
+            value = getattr(self, name)
+            if value is not None:
+                setattr(config, name, value)
+        if self.before_tool_call is not None:
+            config.before_tool_call = _then(config.before_tool_call, self.before_tool_call)
+        if self.should_stop_after_turn is not None:
+            own = config.should_stop_after_turn
+            config.should_stop_after_turn = _either(self.should_stop_after_turn, own)
+        if self.on_payload is not None:
+            config.on_payload = _chain(config.on_payload, self.on_payload)
+        return config
+
+
+def _then(own: BeforeToolCallHook | None, run: BeforeToolCallHook) -> BeforeToolCallHook:
+    """The agent's hook first (it may block the call), then the run's."""
+    if own is None:
+        return run
+
+    async def before(ctx: BeforeToolCallContext, signal: AbortSignal | None = None) -> Any:
+        first = coerce_result(await resolve(own(ctx, signal)), BeforeToolCallResult)
+        if first is not None and first.block:
+            return first
+        return await resolve(run(ctx, signal))
+
+    return before
+
+
+def _either(
+    run: Callable[[TurnContext], Any], own: Callable[[TurnContext], Any] | None
+) -> Callable[[TurnContext], Any]:
+    """Stop when the run's hook says so, else when the agent's own does."""
+
+    async def should_stop(ctx: TurnContext) -> bool:
+        if await resolve(run(ctx)):
+            return True
+        return bool(own is not None and await resolve(own(ctx)))
+
+    return should_stop
+
+
+def _chain(own: OnPayload | None, run: OnPayload) -> OnPayload:
+    """The agent's ``on_payload`` first; the run's sees the payload it returned."""
+    if own is None:
+        return run
+
+    async def on_payload(payload: dict[str, Any], model: Model) -> dict[str, Any] | None:
+        replaced = await resolve(own(payload, model))
+        current = payload if replaced is None else replaced
+        second = await resolve(run(current, model))
+        return current if second is None else second
+
+    return on_payload

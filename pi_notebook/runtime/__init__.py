@@ -1,0 +1,73 @@
+"""``pi_notebook.runtime``: Pi's ``AgentSession`` layer, an ``Agent`` with its session file,
+auto-retry, auto-compaction, queues and one event stream, usable from a script, ``%%pi`` or a
+kernel alike.
+
+* ``agent_session``: ``AgentSession`` (``AgentSession.create(cwd=..., model=..., tools=...)``).
+* ``events``: the ``AgentSessionEvent`` types (Pi's names in snake_case, ``to_dict()`` Pi's JSON).
+* ``retry`` and ``compaction``: the two automatic recoveries, as Pi decides them.
+* ``settings``: ``AgentSessionSettings`` (``RetrySettings``, the session layer's
+  ``CompactionSettings``).
+
+Imports ``ai``, ``agent``, ``session``; never IPython. Names load their module on first access.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from .._lazy import exports
+
+if TYPE_CHECKING:
+    from .agent_session import AgentSession, StreamingBehavior
+    from .events import (
+        AgentSessionEvent,
+        AgentSettledEvent,
+        AutoRetryEndEvent,
+        AutoRetryStartEvent,
+        CompactionEndEvent,
+        CompactionStartEvent,
+        EntryAppendedEvent,
+        QueueUpdateEvent,
+        SessionAgentEndEvent,
+        SessionInfoChangedEvent,
+        ThinkingLevelChangedEvent,
+    )
+    from .settings import AgentSessionSettings, RetrySettings
+
+_HOMES = {
+    "AgentSession": "agent_session",
+    "AgentSessionEvent": "events",
+    "AgentSessionSettings": "settings",
+    "AgentSettledEvent": "events",
+    "AutoRetryEndEvent": "events",
+    "AutoRetryStartEvent": "events",
+    "CompactionEndEvent": "events",
+    "CompactionStartEvent": "events",
+    "EntryAppendedEvent": "events",
+    "QueueUpdateEvent": "events",
+    "RetrySettings": "settings",
+    "SessionAgentEndEvent": "events",
+    "SessionInfoChangedEvent": "events",
+    "StreamingBehavior": "agent_session",
+    "ThinkingLevelChangedEvent": "events",
+}
+
+__all__ = [
+    "AgentSession",
+    "AgentSessionEvent",
+    "AgentSessionSettings",
+    "AgentSettledEvent",
+    "AutoRetryEndEvent",
+    "AutoRetryStartEvent",
+    "CompactionEndEvent",
+    "CompactionStartEvent",
+    "EntryAppendedEvent",
+    "QueueUpdateEvent",
+    "RetrySettings",
+    "SessionAgentEndEvent",
+    "SessionInfoChangedEvent",
+    "StreamingBehavior",
+    "ThinkingLevelChangedEvent",
+]
+
+__getattr__, __dir__ = exports(__name__, _HOMES, __all__)

@@ -1,0 +1,433 @@
+"""``AgentSession`` (Pi's ``agent-session.ts``): an ``Agent`` together with its session file,
+auto-retry, auto-compaction, the steering / follow-up queues, model and thinking changes, and
+one event stream (:mod:`.events`) for whoever shows or drives it: a script, ``%%pi``, a kernel.
+
+What it does with the agent's events, in Pi's order: a user message that starts leaves the queue
+it came from (``queue_update``); every event goes to the listeners (``agent_end`` as
+``SessionAgentEndEvent`` with ``will_retry``); then ``message_end`` is recorded in the session
+file (user / assistant / toolResult as ``message`` entries, custom messages as
+``custom_message``), and a successful answer ends a retry episode (``auto_retry_end``).
+
+After each run: a retryable failure is retried (:mod:`.retry`), else compaction is checked
+(:mod:`.compaction`); either may continue the agent, and ``agent_settled`` ends it all.
+
+The agent is never patched: the session subscribes to it, and per-run settings reach the loop
+as ``AgentRunOptions`` (``prompt(..., run=...)``), for the retried calls of that run too.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, Literal
+
+from ..agent import Agent, AgentRunOptions, AgentTool
+from ..agent.types import AgentEvent, AgentMessage
+from ..ai.abort import AbortSignal
+from ..ai.models import clamp_thinking_level, get_supported_thinking_levels
+from ..ai.types import ImageContent, Model, TextContent, UserMessage, content_text, now_ms
+from ..session import CompactionResult, SessionManager, SessionRecorder, convert_to_llm
+from .compaction import Compactor
+from .events import (
+    AgentSessionEvent,
+    AgentSettledEvent,
+    AutoRetryEndEvent,
+    QueueUpdateEvent,
+    SessionAgentEndEvent,
+    SessionInfoChangedEvent,
+    ThinkingLevelChangedEvent,
+)
+from .retry import AutoRetry
+from .settings import AgentSessionSettings
+
+__all__ = ["NO_MODEL", "PROMPT_BUSY", "AgentSession", "StreamingBehavior"]
+
+StreamingBehavior = Literal["steer", "follow_up"]
+Listener = Callable[[AgentSessionEvent], None]
+
+PROMPT_BUSY = (
+    "Agent is already processing. Specify streaming_behavior ('steer' or 'follow_up') to queue the message."
+)
+NO_MODEL = "No model selected. Pass model= to AgentSession.create(), or call set_model(model) first."
+THINKING_LEVELS = ("off", "minimal", "low", "medium", "high")
+
+
+class AgentSession:
+    """See the module docstring. The constructor only wires things (no I/O): the session file
+    is written as entries are appended, as ``SessionManager`` does."""
+
+    def __init__(
+        self,
+        agent: Agent,
+        session_manager: SessionManager,
+        *,
+        settings: AgentSessionSettings | None = None,
+        cwd: str | None = None,
+    ) -> None:
+        self.agent = agent
+        self.session_manager = session_manager
+        self.settings = settings if settings is not None else AgentSessionSettings()
+        self.cwd = cwd if cwd is not None else session_manager.cwd
+        self._recorder = SessionRecorder(session_manager)
+        self._listeners: list[tuple[Listener, frozenset[str] | None]] = []
+        self._by_type: dict[str, tuple[Listener, ...]] = {}
+        self._steering: list[str] = []
+        self._follow_ups: list[str] = []
+        self._run_active = False
+        self._idle: asyncio.Event | None = None
+        self._last_assistant: Any = None
+        self._run: AgentRunOptions | None = None
+        self._retry = AutoRetry(agent, lambda: self.settings.retry, self._emit)
+        self._compactor = Compactor(
+            agent,
+            session_manager,
+            lambda: self.settings.compaction,
+            self._emit,
+            lambda: None if self._run is None else self._run.timeout_ms,
+        )
+        self._unsubscribe_agent = agent.subscribe(self._handle_agent_event)
+
+    @classmethod
+    def create(
+        cls,
+        *,
+        cwd: str | None = None,
+        model: Model | None = None,
+        tools: Sequence[AgentTool] = (),
+        system_prompt: str = "",
+        thinking_level: str = "off",
+        session_manager: SessionManager | None = None,
+        settings: AgentSessionSettings | None = None,
+        stream_fn: Any = None,
+    ) -> AgentSession:
+        """A recorded, retrying, compacting agent for ``cwd`` (default: the working directory),
+        its session file where Pi keeps them (``~/.pi/agent/sessions/--<cwd>--/``, or
+        ``$PI_CODING_AGENT_DIR``) unless ``session_manager`` is given. The file appears with
+        the first answer, as Pi's do."""
+        folder = os.path.abspath(cwd) if cwd is not None else os.getcwd()
+        manager = session_manager if session_manager is not None else SessionManager.create(folder)
+        state: dict[str, Any] = {"system_prompt": system_prompt, "tools": list(tools)}
+        if model is not None:
+            state["model"] = model
+        agent = Agent(initial_state=state, convert_to_llm=convert_to_llm, stream_fn=stream_fn)
+        session = cls(agent, manager, settings=settings, cwd=folder)
+        agent.state.thinking_level = session._clamped(thinking_level)  # type: ignore[assignment]
+        session.record_settings()
+        return session
+
+    def record_settings(self) -> None:
+        """Record the model and thinking level where they differ from the session file's (a new
+        file starts with both, as Pi's do, so a resumed session knows its model)."""
+        self._recorder.record_settings(self.model, self.thinking_level)
+
+    # --- state -------------------------------------------------------------------------------
+
+    @property
+    def model(self) -> Model | None:
+        model = self.agent.state.model
+        return None if model.provider == "unknown" else model
+
+    @property
+    def thinking_level(self) -> str:
+        return self.agent.state.thinking_level
+
+    @property
+    def messages(self) -> list[AgentMessage]:
+        return self.agent.state.messages
+
+    @property
+    def is_streaming(self) -> bool:
+        return self.agent.state.is_streaming
+
+    @property
+    def is_idle(self) -> bool:
+        return not self._run_active and not self.agent.state.is_streaming
+
+    @property
+    def is_retrying(self) -> bool:
+        return self._retry.waiting
+
+    @property
+    def retry_attempt(self) -> int:
+        return self._retry.attempt
+
+    @property
+    def is_compacting(self) -> bool:
+        return self._compactor.is_compacting
+
+    @property
+    def session_file(self) -> str | None:
+        return self.session_manager.session_file
+
+    @property
+    def session_id(self) -> str:
+        return self.session_manager.session_id
+
+    @property
+    def session_name(self) -> str | None:
+        return self.session_manager.get_session_name()
+
+    @property
+    def pending_message_count(self) -> int:
+        return len(self._steering) + len(self._follow_ups)
+
+    def get_steering_messages(self) -> list[str]:
+        return list(self._steering)
+
+    def get_follow_up_messages(self) -> list[str]:
+        return list(self._follow_ups)
+
+    # --- events ------------------------------------------------------------------------------
+
+    def subscribe(self, listener: Listener, types: Iterable[str] | None = None) -> Callable[[], None]:
+        """Call ``listener(event)`` for every event, or only for those whose ``type`` is in
+        ``types`` (a view that draws tokens asks for ``message_update``; a logger that does not
+        asks for the rest, and no streamed token reaches it). Returns the unsubscribe function."""
+        entry = (listener, None if types is None else frozenset(types))
+        self._listeners.append(entry)
+        self._by_type = {}
+
+        def unsubscribe() -> None:
+            if entry in self._listeners:
+                self._listeners.remove(entry)
+                self._by_type = {}
+
+        return unsubscribe
+
+    def _emit(self, event: AgentSessionEvent) -> None:
+        kind = event.type
+        listeners = self._by_type.get(kind)
+        if listeners is None:
+            listeners = self._by_type[kind] = tuple(
+                fn for fn, types in self._listeners if types is None or kind in types
+            )
+        for listener in listeners:
+            listener(event)
+
+    def _handle_agent_event(self, event: AgentEvent, signal: AbortSignal | None = None) -> None:
+        kind = event.type
+        if kind == "message_update":  # per token: straight to whoever asked for it
+            self._emit(event)
+            return
+        if kind == "message_start" and event.message.role == "user":  # type: ignore[union-attr]
+            self._compactor.overflow_recovery_attempted = False
+            self._dequeue(content_text(event.message.content, ""))  # type: ignore[union-attr]
+        if kind == "agent_end":
+            will_retry = self._retry.will_retry(event.messages, self.agent.state.model)  # type: ignore[union-attr]
+            self._emit(SessionAgentEndEvent(event.messages, will_retry))  # type: ignore[union-attr]
+            return
+        self._emit(event)
+        if kind == "message_end":
+            self._message_ended(event.message)  # type: ignore[union-attr]
+
+    def _message_ended(self, message: Any) -> None:
+        self._recorder.record_message(message)
+        if getattr(message, "role", None) != "assistant":
+            return
+        self._last_assistant = message
+        if message.stop_reason != "error":
+            self._compactor.overflow_recovery_attempted = False
+            attempt = self._retry.succeeded()
+            if attempt:
+                self._emit(AutoRetryEndEvent(True, attempt))
+
+    def _dequeue(self, text: str) -> None:
+        if not text:
+            return
+        for queue in (self._steering, self._follow_ups):
+            if text in queue:
+                queue.remove(text)
+                self._emit_queue_update()
+                return
+
+    def _emit_queue_update(self) -> None:
+        self._emit(QueueUpdateEvent(list(self._steering), list(self._follow_ups)))
+
+    # --- prompting ---------------------------------------------------------------------------
+
+    async def prompt(
+        self,
+        text: str | UserMessage,
+        *,
+        images: Sequence[ImageContent] | None = None,
+        streaming_behavior: StreamingBehavior | None = None,
+        run: AgentRunOptions | None = None,
+    ) -> None:
+        """Send a prompt and run until the session settles (retries and compactions included).
+
+        While the agent streams, ``streaming_behavior`` queues it ("steer": after the current
+        turn's tools; "follow_up": when the agent would stop); without it, Pi's error. ``text``
+        may be a ready ``UserMessage`` (several text blocks, images). ``run``: settings for this
+        run only, its retried and continued calls included."""
+        if self.is_streaming:
+            if streaming_behavior is None:
+                raise RuntimeError(PROMPT_BUSY)
+            message_text = text if isinstance(text, str) else content_text(text.content, "")
+            if streaming_behavior == "follow_up":
+                self._queue(self._follow_ups, message_text, images, self.agent.follow_up)
+            else:
+                self._queue(self._steering, message_text, images, self.agent.steer)
+            return
+        if self.model is None:
+            raise RuntimeError(NO_MODEL)
+        last = self._last_assistant_in_state()
+        if last is not None:  # an aborted answer counts here: the new prompt is the "retry"
+            await self._compactor.check(last, skip_aborted=False)
+        message = text if isinstance(text, UserMessage) else _user_message(text, images)
+        await self._run_agent(message, run)
+
+    async def steer(self, text: str, images: Sequence[ImageContent] | None = None) -> None:
+        """Queue a message for after the current turn's tool calls (before the next model call)."""
+        self._queue(self._steering, text, images, self.agent.steer)
+
+    async def follow_up(self, text: str, images: Sequence[ImageContent] | None = None) -> None:
+        """Queue a message for when the agent has nothing else to do."""
+        self._queue(self._follow_ups, text, images, self.agent.follow_up)
+
+    def _queue(
+        self,
+        texts: list[str],
+        text: str,
+        images: Sequence[ImageContent] | None,
+        enqueue: Callable[[AgentMessage], None],
+    ) -> None:
+        texts.append(text)
+        self._emit_queue_update()
+        enqueue(_user_message(text, images))
+
+    def clear_queue(self) -> tuple[list[str], list[str]]:
+        """Empty both queues; returns what was in them (steering, follow-up)."""
+        steering, follow_ups = list(self._steering), list(self._follow_ups)
+        self._steering.clear()
+        self._follow_ups.clear()
+        self.agent.clear_all_queues()
+        self._emit_queue_update()
+        return steering, follow_ups
+
+    async def _run_agent(self, message: UserMessage, run: AgentRunOptions | None) -> None:
+        self._run_active = True
+        self._run = run
+        self._idle_event().clear()
+        try:
+            await self.agent.prompt(message, run=run)
+            while await self._after_run():
+                await self.agent.continue_(run=run)
+        finally:
+            self._run = None
+            self._run_active = False
+            self._emit(AgentSettledEvent())
+            self._idle_event().set()
+
+    async def _after_run(self) -> bool:
+        """Pi's post-run handling: retry, else end the retry episode, else compaction; True
+        when the agent is to continue."""
+        message, self._last_assistant = self._last_assistant, None
+        if message is None:
+            return False
+        if await self._retry.prepare(message, self.agent.state.model):
+            return True
+        if message.stop_reason == "error":
+            ended = self._retry.failed(message.error_message)
+            if ended is not None:
+                self._emit(ended)
+        if await self._compactor.check(message):
+            return True
+        return self.agent.has_queued_messages()
+
+    def _last_assistant_in_state(self) -> Any:
+        for message in reversed(self.agent.state.messages):
+            if getattr(message, "role", None) == "assistant":
+                return message
+        return None
+
+    # --- stopping ----------------------------------------------------------------------------
+
+    def interrupt(self) -> None:
+        """Abort whatever is in progress (a retry wait, a compaction, the agent's run) without
+        waiting: for callbacks that cannot await (a Stop button, a signal handler)."""
+        self._retry.abort()
+        self._compactor.abort()
+        self.agent.abort()
+
+    async def abort(self) -> None:
+        """Abort the current operation and wait until the session is idle."""
+        self._retry.abort()
+        self.agent.abort()
+        await self.wait_for_idle()
+
+    def abort_retry(self) -> None:
+        self._retry.abort()
+
+    def abort_compaction(self) -> None:
+        self._compactor.abort()
+
+    async def wait_for_idle(self) -> None:
+        if self._run_active:
+            await self._idle_event().wait()
+        await self.agent.wait_for_idle()
+
+    def _idle_event(self) -> asyncio.Event:
+        if self._idle is None:
+            self._idle = asyncio.Event()
+            self._idle.set()
+        return self._idle
+
+    # --- settings ----------------------------------------------------------------------------
+
+    def set_model(self, model: Model) -> None:
+        """Switch the model, record a ``model_change`` entry and clamp the thinking level to
+        what the new model supports (a model without reasoning keeps "off")."""
+        supported_before = self.model is not None and bool(self.agent.state.model.reasoning)
+        level = self.thinking_level if supported_before else "medium"
+        self.agent.state.model = model
+        self.session_manager.append_model_change(model.provider, model.id)
+        self.set_thinking_level(level)
+
+    def available_thinking_levels(self) -> list[str]:
+        model = self.model
+        return list(THINKING_LEVELS) if model is None else list(get_supported_thinking_levels(model))
+
+    def set_thinking_level(self, level: str) -> None:
+        """Set the thinking level, clamped to the model; a change is recorded and emitted."""
+        effective = self._clamped(level)
+        previous = self.agent.state.thinking_level
+        self.agent.state.thinking_level = effective  # type: ignore[assignment]
+        if effective != previous:
+            self.session_manager.append_thinking_level_change(effective)
+            self._emit(ThinkingLevelChangedEvent(effective))
+
+    def _clamped(self, level: str) -> str:
+        if level in self.available_thinking_levels():
+            return level
+        model = self.model
+        return clamp_thinking_level(model, level) if model is not None else "off"  # type: ignore[arg-type]
+
+    def set_session_name(self, name: str) -> None:
+        self.session_manager.append_session_info(name)
+        self._emit(SessionInfoChangedEvent(self.session_manager.get_session_name()))
+
+    def set_auto_retry_enabled(self, enabled: bool) -> None:
+        from dataclasses import replace
+
+        self.settings = replace(self.settings, retry=replace(self.settings.retry, enabled=enabled))
+
+    def set_auto_compaction_enabled(self, enabled: bool) -> None:
+        from dataclasses import replace
+
+        self.settings = replace(self.settings, compaction=replace(self.settings.compaction, enabled=enabled))
+
+    # --- compaction, the tree ----------------------------------------------------------------
+
+    async def compact(self, custom_instructions: str | None = None) -> CompactionResult:
+        """Stop the agent, then summarize the older part of the branch (Pi's ``/compact``)."""
+        await self.abort()
+        return await self._compactor.compact(custom_instructions)
+
+    def dispose(self) -> None:
+        """Stop listening to the agent; the session's listeners stay registered but hear nothing."""
+        self._unsubscribe_agent()
+
+
+def _user_message(text: str, images: Sequence[ImageContent] | None = None) -> UserMessage:
+    return UserMessage(content=[TextContent(text=text), *(images or ())], timestamp=now_ms())
