@@ -37,7 +37,6 @@ A scenario (all keys but ``name``, ``description`` and ``responses`` optional):
 from __future__ import annotations
 
 import asyncio
-import inspect
 import json
 import shutil
 import sys
@@ -108,12 +107,6 @@ def read_entries(path: str | None) -> list[dict[str, Any]] | None:
     return [entry for entry in map(json.loads, lines) if entry.get("type") != "session"]
 
 
-async def _settle(value: Any) -> None:
-    """Await ``value`` when a method returned an awaitable (Pi's ``setModel`` is async)."""
-    if inspect.isawaitable(value):
-        await value
-
-
 class ScenarioRun:
     """One scenario on one ``AgentSession``: recording listener, actions, steps."""
 
@@ -138,7 +131,7 @@ class ScenarioRun:
                 "model": self.faux.get_model(),
                 "system_prompt": pi_system_prompt(scenario.get("systemPrompt", "")),
                 "thinking_level": "off",
-                "tools": [make_tool({"name": name, "behaviour": "echo"}) for name in scenario.get("tools", [])],
+                "tools": [make_tool({"name": n, "behaviour": "echo"}) for n in scenario.get("tools", [])],
             },
         )
         self.session = AgentSession(
@@ -202,11 +195,11 @@ class ScenarioRun:
             if "prompt" in step:
                 await session.prompt(step["prompt"])
             elif "setModel" in step:
-                await _settle(session.set_model(self.model(step["setModel"])))
+                session.set_model(self.model(step["setModel"]))
             elif "setThinkingLevel" in step:
-                await _settle(session.set_thinking_level(step["setThinkingLevel"]))
+                session.set_thinking_level(step["setThinkingLevel"])
             elif "setSessionName" in step:
-                await _settle(session.set_session_name(step["setSessionName"]))
+                session.set_session_name(step["setSessionName"])
             elif "compact" in step:
                 await session.compact(step["compact"])
             elif step.get("waitForIdle"):
