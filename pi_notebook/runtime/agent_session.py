@@ -20,11 +20,12 @@ from __future__ import annotations
 import asyncio
 import os
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import replace
 from typing import Any, Literal
 
 from ..agent import Agent, AgentRunOptions, AgentTool
 from ..agent.types import AgentEvent, AgentMessage
-from ..ai.abort import AbortSignal
+from ..ai.abort import AbortController, AbortSignal
 from ..ai.models import clamp_thinking_level, get_supported_thinking_levels
 from ..ai.types import ImageContent, Model, TextContent, UserMessage, content_text, now_ms
 from ..session import CompactionResult, SessionManager, SessionRecorder, convert_to_llm
@@ -40,6 +41,7 @@ from .events import (
 )
 from .retry import AutoRetry
 from .settings import AgentSessionSettings
+from .tree import ForkResult, NavigateResult, fork, navigate_tree
 
 __all__ = ["NO_MODEL", "PROMPT_BUSY", "AgentSession", "StreamingBehavior"]
 
@@ -78,6 +80,7 @@ class AgentSession:
         self._idle: asyncio.Event | None = None
         self._last_assistant: Any = None
         self._run: AgentRunOptions | None = None
+        self._branch_summary_abort: AbortController | None = None
         self._retry = AutoRetry(agent, lambda: self.settings.retry, self._emit)
         self._compactor = Compactor(
             agent,
@@ -408,13 +411,9 @@ class AgentSession:
         self._emit(SessionInfoChangedEvent(self.session_manager.get_session_name()))
 
     def set_auto_retry_enabled(self, enabled: bool) -> None:
-        from dataclasses import replace
-
         self.settings = replace(self.settings, retry=replace(self.settings.retry, enabled=enabled))
 
     def set_auto_compaction_enabled(self, enabled: bool) -> None:
-        from dataclasses import replace
-
         self.settings = replace(self.settings, compaction=replace(self.settings.compaction, enabled=enabled))
 
     # --- compaction, the tree ----------------------------------------------------------------
@@ -423,6 +422,40 @@ class AgentSession:
         """Stop the agent, then summarize the older part of the branch (Pi's ``/compact``)."""
         await self.abort()
         return await self._compactor.compact(custom_instructions)
+
+    async def navigate_tree(
+        self,
+        target_id: str,
+        *,
+        summarize: bool = False,
+        custom_instructions: str | None = None,
+        replace_instructions: bool = False,
+        label: str | None = None,
+    ) -> NavigateResult:
+        """Move to another entry of this session file (``tree.navigate_tree``)."""
+        controller = self._branch_summary_abort = AbortController()
+        try:
+            return await navigate_tree(
+                self,
+                target_id,
+                summarize=summarize,
+                custom_instructions=custom_instructions,
+                replace_instructions=replace_instructions,
+                label=label,
+                controller=controller,
+            )
+        finally:
+            self._branch_summary_abort = None
+
+    def abort_branch_summary(self) -> None:
+        if self._branch_summary_abort is not None:
+            self._branch_summary_abort.abort()
+
+    def fork(self, entry_id: str, position: Literal["before", "at"] = "before") -> ForkResult:
+        """Continue in a new session file holding the path up to ``entry_id`` (``tree.fork``)."""
+        if self.is_streaming:
+            raise RuntimeError("Wait for the current response to finish before forking the session.")
+        return fork(self, entry_id, position)
 
     def dispose(self) -> None:
         """Stop listening to the agent; the session's listeners stay registered but hear nothing."""
