@@ -49,33 +49,4 @@ DEVIATIONS: dict[str, Callable[[Result, dict[str, Any]], Result]] = {
 }
 
 
-_BUSY = (
-    "is_streaming is the agent's state.is_streaming, Pi's isStreaming is the whole session run "
-    "(_isAgentRunActive: the retry backoff and auto-compaction included). So a prompt() in "
-    "those phases is not queued (Pi: queue_update, the message reaches the continued run) and "
-    "not refused (Pi: the busy error): it starts a second run beside the first"
-)
-
-KNOWN_DIFFERENCES: dict[str, str] = {
-    "steer_during_retry_backoff": (
-        f"{_BUSY}; here the retry's continue then fails with 'Cannot continue from message role: "
-        "assistant' (the prompt step's error), and agent_settled comes twice"
-    ),
-    "prompt_during_retry_backoff": (
-        f"{_BUSY}; here the prompt without streaming_behavior runs instead of raising the busy "
-        "error, the retry's continue fails, and agent_settled comes twice"
-    ),
-    "follow_up_during_threshold_compaction": (
-        f"{_BUSY}; here the follow-up's own run compacts a second time (a second compaction_start "
-        "and compaction entry, taking the answer meant for the follow-up as its summary)"
-    ),
-    "compact_empty_session": (
-        "a failed compaction's compaction_end has no result in Pi's JSON (undefined); "
-        "CompactionEndEvent.to_dict writes 'result': null"
-    ),
-    "model_and_thinking_level": (
-        "switching from a model without reasoning: Pi takes the settings' defaultThinkingLevel, "
-        "which setThinkingLevel keeps (here 'high', set on faux-2 before), else 'medium'; "
-        "set_model always takes 'medium'"
-    ),
-}
+KNOWN_DIFFERENCES: dict[str, str] = {}
