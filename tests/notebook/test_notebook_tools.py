@@ -19,20 +19,20 @@ sys.path.insert(0, str(Path(__file__).parent))
 from kernel_ipshell import ip_fixture, run  # noqa: F401
 
 from pi_notebook.agent.types import AgentToolResult
-from pi_notebook.notebook.interrupts import watch_sigint
-from pi_notebook.notebook.references import (
+from pi_notebook.notebook.kernel.interrupts import watch_sigint
+from pi_notebook.notebook.state import state_for
+from pi_notebook.notebook.tools.notebook_tools import (
+    NOTEBOOK_TOOL_NAMES,
+    NotebookTools,
+    is_notebook_tool,
+    parse_tools_spec,
+)
+from pi_notebook.notebook.tools.references import (
     expand_references,
     format_references,
     one_line,
     redact_text,
     summarize,
-)
-from pi_notebook.notebook.state import state_for
-from pi_notebook.notebook.tools import (
-    NOTEBOOK_TOOL_NAMES,
-    NotebookTools,
-    is_notebook_tool,
-    parse_tools_spec,
 )
 
 FAKE_KEY = "sk-proj-" + "A1b2C3d4E5f6G7h8I9j0" * 2

@@ -26,11 +26,11 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
-from ..agent import Agent
-from ..ai.abort import AbortController
-from ..ai.overflow import is_context_overflow
-from ..ai.retry import is_retryable_assistant_error, sleep_unless_aborted
-from .run_view import RunView
+from ...agent import Agent
+from ...ai.abort import AbortController
+from ...ai.overflow import is_context_overflow
+from ...ai.retry import is_retryable_assistant_error, sleep_unless_aborted
+from ..view.run_view import RunView
 
 MAX_REQUESTED_DELAY_S = 60.0
 """A server asking to wait longer than this has hit a limit; its error stands."""

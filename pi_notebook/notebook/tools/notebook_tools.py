@@ -1,7 +1,7 @@
 """The notebook tools: what the agent may read and change in the kernel it runs in.
 
 Read-only (never gated): ``list_variables``, ``inspect_variable``, ``read_cells``,
-``read_notebook``. State-changing (always through the approval policy, see ``approval.py``):
+``read_notebook``. State-changing (always through the approval policy, see ``run/approval.py``):
 ``run_code``, ``insert_cell``, ``set_variable``.
 
 Each tool is a method of ``NotebookTools`` declared with ``@notebook_tool`` and turned into an
@@ -37,12 +37,12 @@ from typing import Annotated, Any, TypeVar
 
 from pydantic import Field
 
-from ..agent.decorator import tool
-from ..agent.types import AgentTool, AgentToolResult, ToolExecutionMode
-from ..ai.types import TextContent
+from ...agent.decorator import tool
+from ...agent.types import AgentTool, AgentToolResult, ToolExecutionMode
+from ...ai.types import TextContent
+from ..kernel.interrupts import interruptible, raise_if_interrupted
 from .cell_log import CellErrorLog
 from .cells import format_saved_cell, history_text, notebook_path
-from .interrupts import interruptible, raise_if_interrupted
 from .outputs import ImageBudget, open_figures, take_figures
 from .references import (
     looks_secret,

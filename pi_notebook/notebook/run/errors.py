@@ -30,11 +30,11 @@ import re
 from types import SimpleNamespace
 from typing import Any
 
-from ..ai.env import env_var_names
-from ..ai.http import TIMED_OUT
-from ..ai.models import LOCAL_SERVERS
-from ..ai.overflow import is_context_overflow
-from ..ai.types import Model
+from ...ai.env import env_var_names
+from ...ai.http import TIMED_OUT
+from ...ai.models import LOCAL_SERVERS
+from ...ai.overflow import is_context_overflow
+from ...ai.types import Model
 
 __all__ = ["INTERRUPTED", "RunFailed", "RunInterrupted", "explain_error"]
 

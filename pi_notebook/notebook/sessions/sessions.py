@@ -29,10 +29,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..agent import Agent
-from ..ai.models import get_model
-from ..ai.types import Model, UserMessage
-from ..session import (
+from ...agent import Agent
+from ...ai.models import get_model
+from ...ai.types import Model, UserMessage
+from ...session import (
     CustomEntry,
     CustomMessage,
     MessageEntry,
@@ -45,10 +45,10 @@ from ..session import (
     redact_strings,
     resume,
 )
-from ..session.storage import default_session_dir
-from .config import PiConfig, env_flag
-from .observer import StateObserver
-from .references import redact_known, secret_values
+from ...session.storage import default_session_dir
+from ..config import PiConfig, env_flag
+from ..observer import StateObserver
+from ..tools.references import redact_known, secret_values
 
 SESSION_DIR_ENV = "PI_NOTEBOOK_SESSION_DIR"
 RECORD_ENV = "PI_NOTEBOOK_RECORD"
@@ -114,7 +114,7 @@ class NotebookSessions(StateObserver):
         self._config = config
         self.tracked: dict[str, Tracked] = {}
         self.replay_cursors: dict[str, Any] = {}
-        """Where ``--replay`` stands in each conversation's recording (``sessions_replay.py``)."""
+        """Where ``--replay`` stands in each conversation's recording (``replay.py``)."""
 
     # --- settings ---------------------------------------------------------------------------
 

@@ -18,6 +18,7 @@ from typing import Any
 
 import ipywidgets as W
 
+from .reduce import TextBlock, ThinkingBlock, ToolCard, UserItem
 from .render import (
     format_args,
     format_details,
@@ -29,7 +30,6 @@ from .render import (
     tool_head_html,
     user_html,
 )
-from .view import TextBlock, ThinkingBlock, ToolCard, UserItem
 
 __all__ = [
     "FREEZE_MIN",

@@ -23,9 +23,9 @@ from typing import Any
 
 from IPython.core.error import UsageError
 
-from ..agent import Agent
-from ..agent.types import AgentEndEvent, AgentEvent, AgentStartEvent, MessageStartEvent, TurnStartEvent
-from ..session import CustomEntry, CustomMessageEntry, MessageEntry, SessionEntry, SessionManager, replay
+from ...agent import Agent
+from ...agent.types import AgentEndEvent, AgentEvent, AgentStartEvent, MessageStartEvent, TurnStartEvent
+from ...session import CustomEntry, CustomMessageEntry, MessageEntry, SessionEntry, SessionManager, replay
 from .sessions import RUN_ENTRY, NotebookSessions, resolve_recorded
 
 
@@ -104,7 +104,7 @@ def replayed_messages(recording: Recording) -> list[Any]:
 
 
 def _custom(entry: CustomMessageEntry) -> Any:
-    from ..session import CustomMessage
+    from ...session import CustomMessage
 
     return CustomMessage(
         custom_type=entry.custom_type, content=entry.content, display=entry.display, details=entry.details
