@@ -118,12 +118,6 @@ def _classed(widget: W.Widget, *classes: str) -> W.Widget:
     return widget
 
 
-def _collapsed(child: W.Widget, title: str, css_class: str) -> W.Accordion:
-    accordion = _classed(W.Accordion(children=[child], titles=(title,)), css_class)
-    accordion.selected_index = None
-    return accordion
-
-
 class MarkdownStream:
     """Markdown rendered by the frontend, streamed: an ``Output`` per sealed run of finished
     blocks, sent once, and one tail ``Output`` whose ``outputs`` is re-assigned as text
