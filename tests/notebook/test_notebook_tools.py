@@ -265,6 +265,22 @@ def test_read_notebook_reads_the_session_file_or_falls_back(
     assert "NameError: boom" in out
 
 
+def test_read_notebook_finds_the_file_vs_code_names(
+    ip: Any, tools: NotebookTools, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """VS Code sets ``__vsc_ipynb_file__`` (absolute) and no ``__session__``: the tool reads
+    that file, as the session recorder files the conversation under its folder."""
+    monkeypatch.delenv("JPY_SESSION_NAME", raising=False)
+    monkeypatch.delitem(ip.user_ns, "__session__", raising=False)
+    path = tmp_path / "vs.ipynb"
+    cell = {"cell_type": "markdown", "source": "# From VS Code", "metadata": {}}
+    path.write_text(json.dumps({"cells": [cell], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}))
+    monkeypatch.setitem(ip.user_ns, "__vsc_ipynb_file__", str(path))
+    result = call(tools, "read_notebook")
+    assert result.details == {"source": str(path), "cells": 1}
+    assert "# From VS Code" in text_of(result)
+
+
 # --- state-changing tools -------------------------------------------------------------------
 
 

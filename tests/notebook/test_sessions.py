@@ -476,7 +476,7 @@ def test_compact_on_demand(ip: Any, small: FauxRegistration, sdir: Path) -> None
 def test_the_notebook_path_comes_from_the_frontend(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from types import SimpleNamespace
 
-    from pi_notebook.notebook.sessions.sessions import notebook_path
+    from pi_notebook.notebook.tools.cells import notebook_path
 
     monkeypatch.delenv("JPY_SESSION_NAME", raising=False)
     monkeypatch.chdir(tmp_path)

@@ -48,6 +48,7 @@ from ...session import (
 from ...session.storage import default_session_dir
 from ..config import PiConfig, env_flag
 from ..observer import StateObserver
+from ..tools.cells import notebook_path
 from ..tools.references import redact_known, secret_values
 
 SESSION_DIR_ENV = "PI_NOTEBOOK_SESSION_DIR"
@@ -59,25 +60,6 @@ RESTART_NOTE = (
     "Note: the notebook's Python kernel was restarted since the messages above. Variables, "
     "imports and objects you saw in it may be gone or different; look again before relying on them."
 )
-
-
-def notebook_path(shell: Any) -> str | None:
-    """The notebook's file as the frontend reports it: VS Code's ``__vsc_ipynb_file__``,
-    JupyterLab's ``__session__`` / ``$JPY_SESSION_NAME`` (ipykernel); ``None`` when unknown."""
-    ns = getattr(shell, "user_ns", None) or {}
-    for value in (ns.get("__vsc_ipynb_file__"), ns.get("__session__"), os.environ.get("JPY_SESSION_NAME")):
-        if isinstance(value, str) and value.strip():
-            return _absolute(value.strip())
-    return None
-
-
-def _absolute(path: str) -> str:
-    """A frontend's path may be relative to the server's root, not to the kernel's cwd (the
-    notebook's folder): keep it when it exists from here, else take its file name here."""
-    if os.path.isabs(path):
-        return os.path.normpath(path)
-    here = os.path.abspath(path)
-    return here if os.path.exists(here) else os.path.join(os.getcwd(), os.path.basename(path))
 
 
 def text_of(content: Any) -> str:

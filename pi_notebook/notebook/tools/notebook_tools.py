@@ -42,7 +42,7 @@ from ...agent.types import AgentTool, AgentToolResult, ToolExecutionMode
 from ...ai.types import TextContent
 from ..kernel.interrupts import interruptible, raise_if_interrupted
 from .cell_log import CellErrorLog
-from .cells import format_saved_cell, history_text, notebook_path
+from .cells import format_saved_cell, history_text, saved_notebook
 from .outputs import ImageBudget, open_figures, take_figures
 from .references import (
     looks_secret,
@@ -274,7 +274,7 @@ class NotebookTools:
         )
 
     def _read_notebook_now(self, max_cells: int, include_outputs: bool) -> AgentToolResult:
-        path = notebook_path(self.shell)
+        path = saved_notebook(self.shell)
         images = self.image_budget() if include_outputs else None
         if path is None:
             history, numbers = self.history_text(max_cells, images=images)
