@@ -37,7 +37,7 @@ if TYPE_CHECKING:
 
 MCP_INSTALL = "MCP servers need the mcp SDK: pip install 'pi-notebook[mcp]'"
 
-__all__ = ["NotebookState", "StateObserver", "has_model", "state_for"]
+__all__ = ["NotebookState", "StateObserver", "state_for"]
 
 
 class NotebookState:
@@ -290,9 +290,3 @@ def state_for(shell: Any = None) -> NotebookState:
     if found is None:
         found = _states[shell] = NotebookState(shell)
     return found
-
-
-def has_model(agent: Agent) -> bool:
-    """False while the agent still has Pi's placeholder model (``unknown``)."""
-    model = agent.state.model
-    return bool(model and model.provider != "unknown" and model.api != "unknown")

@@ -13,6 +13,7 @@ from typing import Any
 from IPython.core.error import UsageError
 
 from ...agent import Agent
+from ...agent.agent import has_model
 from ...ai.levels import THINKING_LEVELS
 from ..config import DEFAULT_NAME, MODEL_ENV, PiConfig
 from ..kernel.compat import can_await
@@ -20,7 +21,7 @@ from ..options import model_option
 from ..result import sum_usage
 from ..run.approval import RunMode
 from ..run.retry import RetrySettings, silent_server_bound
-from ..state import NotebookState, has_model
+from ..state import NotebookState
 from ..tools.notebook_tools import is_notebook_tool, parse_tools_spec
 from ..tools.references import truncate
 from ..view.reduce import content_to_text

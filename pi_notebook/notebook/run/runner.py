@@ -33,6 +33,7 @@ from IPython.core.error import UsageError
 from IPython.display import display as _untyped_display
 
 from ...agent import Agent
+from ...agent.agent import has_model
 from ...agent.types import (
     BeforeToolCallContext,
     BeforeToolCallHook,
@@ -49,7 +50,7 @@ from ..options import RunOptions, parse_options
 from ..result import PiResult, run_result
 from ..sessions.compact import AutoCompactor
 from ..sessions.replay import Recording, continue_after, find_recording, play
-from ..state import NotebookState, has_model, state_for
+from ..state import NotebookState, state_for
 from ..tools.notebook_tools import Dispatch, is_notebook_tool, run_here
 from ..tools.references import expand_references, format_references
 from ..view.reduce import explain

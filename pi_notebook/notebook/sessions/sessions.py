@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ...agent import Agent
+from ...agent.agent import has_model
 from ...ai.models import get_model
 from ...ai.types import Model, UserMessage
 from ...session import (
@@ -163,7 +164,7 @@ class NotebookSessions(StateObserver):
         tracked = self.get(name)
         manager = tracked.manager
         model = agent.state.model
-        known = model if model.provider != "unknown" and model.api != "unknown" else None
+        known = model if has_model(agent) else None
         tracked.recorder.record_settings(known, agent.state.thinking_level)  # first, as Pi's sessions
         if not tracked.tagged:
             tracked.tagged = True
