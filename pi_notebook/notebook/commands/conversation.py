@@ -23,7 +23,7 @@ from ..run.approval import RunMode
 from ..run.retry import RetrySettings, silent_server_bound
 from ..state import NotebookState
 from ..tools.notebook_tools import is_notebook_tool, parse_tools_spec
-from ..tools.references import truncate
+from ..tools.references import single_line
 from ..view.reduce import content_to_text
 from .mcp import mcp_command
 from .sessions import HELP as SESSIONS_HELP
@@ -180,7 +180,7 @@ def history_line(message: Any) -> str:
     label = f"toolResult {getattr(message, 'tool_name', '')}".strip() if role == "toolResult" else role
     # compaction and branch summaries keep their text in ``summary``, not ``content``
     body = getattr(message, "content", None) or getattr(message, "summary", "") or ""
-    text = truncate(" ".join(content_to_text(body).split()), 200)
+    text = single_line(content_to_text(body), 200)
     blocks = body if isinstance(body, list) else []
     calls = [b.name for b in blocks if getattr(b, "type", None) == "toolCall"]
     parts = [text] if text else []
@@ -189,7 +189,7 @@ def history_line(message: Any) -> str:
     stop = getattr(message, "stop_reason", None) if role == "assistant" else None
     if stop not in (None, "stop", "toolUse"):
         error = getattr(message, "error_message", None)
-        ending = f"{stop}: {truncate(' '.join(error.split()), 300)}" if error else stop
+        ending = f"{stop}: {single_line(error, 300)}" if error else stop
         parts.append(f"[{ending}]")
     return f"{label}: {' '.join(parts)}".rstrip()
 

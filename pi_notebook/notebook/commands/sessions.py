@@ -24,7 +24,7 @@ from ..config import DEFAULT_NAME, MODEL_ENV
 from ..sessions.compact import compact_now, describe, summary_request
 from ..sessions.sessions import NotebookSessions, user_turns
 from ..state import NotebookState
-from ..tools.references import truncate
+from ..tools.references import single_line, truncate
 
 _T = TypeVar("_T")
 
@@ -93,7 +93,7 @@ def sessions_cmd(state: NotebookState, name: str | None, rest: str) -> None:
         info = row.info
         mark = "*" if info.path in current else " "
         label = truncate(info.name or row.conversation or "-", 18)
-        first = truncate(" ".join(info.first_message.split()), 40)
+        first = single_line(info.first_message, 40)
         print(
             f"{mark}{number:>3}  {label:<18} {first:<40} {info.message_count:>4} "
             f"{_size(info.size):>8}  {_when(info.modified)}"
