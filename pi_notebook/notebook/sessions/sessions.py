@@ -32,7 +32,7 @@ from typing import Any
 from ...agent import Agent
 from ...agent.agent import has_model
 from ...ai.models import get_model
-from ...ai.types import Model, UserMessage
+from ...ai.types import Model, UserMessage, content_text
 from ...session import (
     CustomEntry,
     CustomMessage,
@@ -61,12 +61,6 @@ RESTART_NOTE = (
     "Note: the notebook's Python kernel was restarted since the messages above. Variables, "
     "imports and objects you saw in it may be gone or different; look again before relying on them."
 )
-
-
-def text_of(content: Any) -> str:
-    if isinstance(content, str):
-        return content
-    return "\n".join(getattr(b, "text", "") for b in content or () if getattr(b, "type", None) == "text")
 
 
 @dataclass
@@ -188,9 +182,8 @@ class NotebookSessions(StateObserver):
             return  # a replayed cell writes nothing
         tracked = self.begin(name, agent)
         model = agent.state.model
-        tracked.manager.append_custom_entry(
-            RUN_ENTRY, {"prompt": tracked.extra.pop("prompt", text_of(prompt.content)), "model": _spec(model)}
-        )
+        typed = tracked.extra.pop("prompt", content_text(prompt.content))
+        tracked.manager.append_custom_entry(RUN_ENTRY, {"prompt": typed, "model": _spec(model)})
         if tracked.restart_note:
             tracked.restart_note = False
             note = CustomMessage(custom_type=RESTART_MESSAGE, content=RESTART_NOTE, display=False)

@@ -73,7 +73,8 @@ from .state import (
 
 
 def content_to_text(content: Any) -> str:
-    """The text of a message or tool-result content list; images become ``[image: mime]``."""
+    """The text of a message or tool-result content list, as the view shows it: unlike
+    ``ai.types.content_text`` (the text blocks only), images stay in place as ``[image: mime]``."""
     if content is None:
         return ""
     if isinstance(content, str):
