@@ -29,7 +29,7 @@ sys.path.insert(0, str(ROOT / "tests" / "notebook"))
 
 from hostile import LARGE, answer  # noqa: E402
 
-from pi_notebook.notebook.render import frontend_markdown, render_markdown  # noqa: E402
+from pi_notebook.notebook.view.render import frontend_markdown, render_markdown  # noqa: E402
 
 
 def ordinary(length: int) -> str:

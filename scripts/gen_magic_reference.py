@@ -163,7 +163,8 @@ def traits_section(traits: dict[str, Any]) -> list[str]:
 
 def render() -> str:
     """The whole reference, from the live objects."""
-    from pi_notebook.notebook import commands, magics
+    from pi_notebook.notebook import magics
+    from pi_notebook.notebook.commands import conversation
     from pi_notebook.notebook.config import PARSER
 
     traits = magics.PiMagics.class_traits(config=True)
@@ -177,12 +178,12 @@ def render() -> str:
         "mean in practice, read [the magic guide](../magic.md) and [the user guide](../guide.md).",
         "",
         *options_section(PARSER, traits),
-        *subcommands_section(commands.SUBCOMMANDS, commands.HELP),
+        *subcommands_section(conversation.SUBCOMMANDS, conversation.HELP),
         *traits_section(traits),
         "## `%pi help`",
         "",
         "```text",
-        commands.HELP.rstrip(),
+        conversation.HELP.rstrip(),
         "```",
     ]
     return "\n".join(lines) + "\n"

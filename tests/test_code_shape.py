@@ -1,6 +1,6 @@
 """The package's size rules: every module under 600 lines and every function under 60, so a
 module stays readable in one sitting and a function on one screen. A module that grows past
-the limit is split by concept (as ``notebook/render/`` and ``notebook/view_state.py`` were)."""
+the limit is split by concept (as ``notebook/view/render/`` and ``notebook/view/state.py`` were)."""
 
 from __future__ import annotations
 

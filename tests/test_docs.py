@@ -41,7 +41,8 @@ def test_magic_reference_is_current() -> None:
 
 
 def test_magic_reference_lists_every_option_subcommand_and_trait() -> None:
-    from pi_notebook.notebook import commands, magics
+    from pi_notebook.notebook import magics
+    from pi_notebook.notebook.commands import conversation
     from pi_notebook.notebook.config import PARSER
 
     text = load_script("gen_magic_reference").render()
@@ -50,7 +51,7 @@ def test_magic_reference_lists_every_option_subcommand_and_trait() -> None:
     rows = [line for line in text.splitlines() if line.startswith("| `-")]
     for option in options:  # paired flags share a row: `--raise-on-error / --no-raise-on-error`
         assert any(f"`{option}" in row or f" / {option}" in row for row in rows), option
-    for name in commands.SUBCOMMANDS:
+    for name in conversation.SUBCOMMANDS:
         assert f"| `{name}` | `%pi {name}" in text, name
     for name, trait in magics.PiMagics.class_traits(config=True).items():
         assert f"| `{name}` |" in text, name

@@ -5,7 +5,8 @@ Each layer imports only the layers below it, never upwards, not even lazily insi
 or under ``TYPE_CHECKING``; ``mcp`` (tool sources) and ``session`` (session files) sit side by
 side on the agent and never import each other. Only ``notebook`` imports IPython, ipykernel or
 ipywidgets: importing the core in a fresh interpreter loads none of them. And no module of the
-package takes part in an import cycle, counting every import the source contains.
+package takes part in an import cycle, counting every import the source contains; nor does any
+sub-package of ``notebook`` (``run``, ``view``, ``tools`` ...) among the others.
 """
 
 from __future__ import annotations
@@ -164,3 +165,31 @@ def test_no_import_cycle_in_the_package() -> None:
 def test_the_cycle_finder_finds_a_cycle() -> None:
     graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
     assert cycles(graph) == [["a", "b", "c"]]
+
+
+def notebook_subpackages() -> list[str]:
+    return sorted(p.name for p in (PACKAGE / "notebook").iterdir() if (p / "__init__.py").is_file())
+
+
+def subpackage_graph(graph: dict[str, set[str]]) -> dict[str, set[str]]:
+    """Sub-package of ``notebook`` -> the other sub-packages its modules import (the modules at
+    the top of ``notebook``, the extension and the shared state, are left out)."""
+    subpackages = set(notebook_subpackages())
+
+    def subpackage(module: str) -> str | None:
+        first = module.removeprefix("pi_notebook.notebook.").split(".")[0]
+        return first if module.startswith("pi_notebook.notebook.") and first in subpackages else None
+
+    out: dict[str, set[str]] = {name: set() for name in subpackages}
+    for module, imported in graph.items():
+        source = subpackage(module)
+        if source is not None:
+            out[source] |= {t for t in map(subpackage, imported) if t is not None and t != source}
+    return out
+
+
+def test_no_import_cycle_between_the_notebook_subpackages() -> None:
+    graph = subpackage_graph(import_graph())
+    assert {"commands", "run", "view", "tools"} <= set(graph)
+    assert graph["run"]  # the graph has edges: the runner imports the view and the tools
+    assert cycles(graph) == []

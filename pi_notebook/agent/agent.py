@@ -84,6 +84,13 @@ def default_model() -> Model:
     )
 
 
+def has_model(agent: Agent) -> bool:
+    """False while ``agent`` still has Pi's placeholder model (``default_model``), which no
+    provider serves."""
+    model = agent.state.model
+    return bool(model and model.provider != "unknown" and model.api != "unknown")
+
+
 class _RunState:
     """The runtime half of ``AgentState``: written only by the ``Agent`` that owns it."""
 

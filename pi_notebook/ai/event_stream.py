@@ -152,10 +152,6 @@ class AssistantMessageEventStream(EventStream[AssistantMessageEvent, AssistantMe
         super().__init__(_is_terminal, _extract_message)
 
 
-def create_assistant_message_event_stream() -> AssistantMessageEventStream:
-    return AssistantMessageEventStream()
-
-
 def error_stream(model: Model, message: str, aborted: bool = False) -> AssistantMessageEventStream:
     """A stream holding one terminal ``error`` event with an empty assistant message."""
     s = AssistantMessageEventStream()

@@ -43,10 +43,6 @@ def unregister_api_providers(source_id: str) -> None:
         del _providers[api]
 
 
-def reset_api_providers() -> None:
-    _providers.clear()
-
-
 def get_api_provider(api: str) -> ApiProvider | None:
     entry = _providers.get(api)
     if entry is not None:
@@ -58,7 +54,3 @@ def get_api_provider(api: str) -> ApiProvider | None:
     provider = ApiProvider(api=api, stream=module.stream, stream_simple=module.stream_simple)
     _providers[api] = (provider, "builtin")
     return provider
-
-
-def get_api_providers() -> list[ApiProvider]:
-    return [p for p, _ in _providers.values()]

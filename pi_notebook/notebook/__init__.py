@@ -1,28 +1,41 @@
 """``pi_notebook.notebook``: the Jupyter layer, the only one that imports IPython, ipykernel and
 ipywidgets.
 
-* ``view``: the pure reducer ``AgentEvent -> ViewState`` (no widget imports).
-* ``render`` (``text``, ``static_html``, ``markdown``): deterministic ``text/plain``, static
-  ``text/html`` and Markdown for the frontend, all from a ``ViewState``.
-* ``widgets`` (+ ``widgets_cards``): ``LiveView``, the live ipywidgets output with coalesced
-  updates and Stop / Approve / Deny / steering controls; ``run_view``: the ``RunView`` protocol
-  the runner draws into, and ``StaticView``.
-* ``state``: ``NotebookState``, one per shell: conversations, defaults, notebook tools, cell
-  error log, approval setup, the kernel's MCP servers, and the observer hooks a conversation
-  recorder plugs into.
-* ``config`` (``PiConfig``, the ``%%pi`` parser, the policy names), ``options`` (the options
-  of one cell), ``magics`` (``PiMagics``: ``%%pi`` fallback and ``%pi``), ``commands`` (the
-  ``%pi`` subcommands), ``runner`` (one run), ``extension`` (``%load_ext``), ``approval`` (the
-  gate, ``ask_approval`` for user hooks), ``mcp_magic`` (``%pi mcp``), ``interrupts`` (SIGINT
-  and the fallback's main-thread bridge), ``tools``, ``cells`` and ``cell_log`` (the notebook
-  tools and what they read), ``references`` (bounded, secret-safe summaries), ``result``
-  (``PiResult``), ``conversations`` (the functions behind ``pi_notebook.current()``),
-  ``faux_stand_in``.
+Top level, the extension and what every part reads:
 
-Importing this package imports nothing heavy: the names of ``__all__`` load their module on
-first access. ``%load_ext`` loads only ``extension``, ``magics``, ``config``, ``state``,
-``cell_log`` and ``kernel_compat`` (and what they import: IPython, traitlets); the agent,
-pydantic, httpx, ipywidgets and the renderers load with the first ``%%pi`` or ``%pi``.
+* ``extension`` (``%load_ext``: the ``%%pi`` input transformer), ``magics`` (``PiMagics``: the
+  ``%%pi`` fallback and ``%pi``), ``config`` (``PiConfig``, the ``%%pi`` parser, the policy
+  names), ``options`` (the options of one cell), ``state`` (``NotebookState``, one per shell:
+  conversations, defaults, notebook tools, cell error log, approval setup, the kernel's MCP
+  servers), ``observer`` (the hooks a conversation recorder plugs into), ``result``
+  (``PiResult``), ``conversations`` (the functions behind ``pi_notebook.current()``),
+  ``faux_stand_in`` (the offline model when none is configured).
+
+Sub-packages, by concern:
+
+* ``commands/``: the ``%pi`` subcommands (``conversation``, ``mcp``, ``sessions``).
+* ``run/``: one cell's run: ``runner``, ``approval`` (the gate, ``ask_approval`` for user
+  hooks, the run mode), ``requests`` (per-run request settings), ``retry``, ``errors``.
+* ``kernel/``: what depends on the ipykernel version: ``compat``, ``interrupts`` (SIGINT and
+  the fallback's main-thread bridge).
+* ``view/``: ``reduce``, the pure reducer ``AgentEvent -> ViewState`` (``state``), with no
+  widget imports; ``render/`` (``text``, ``static_html``, ``markdown``): deterministic
+  ``text/plain``, static ``text/html`` and Markdown from a ``ViewState``; ``live`` (+
+  ``parts``): ``LiveView``, the live ipywidgets output with coalesced updates and Stop /
+  Approve / Deny / steering controls; ``run_view``: the ``RunView`` protocol the runner draws
+  into, and ``StaticView``.
+* ``tools/``: the notebook tools (``notebook_tools``) and what they read: ``cells``,
+  ``cell_log``, ``outputs``, ``frames``, ``references`` (bounded, secret-safe summaries).
+* ``sessions/``: the glue to Pi session files: ``sessions`` (recording, resume),
+  ``compact``, ``replay``.
+
+The sub-packages import the top level and each other without a cycle (``commands`` ->
+``run`` -> ``sessions``, ``tools``, ``view``, ``kernel``); their ``__init__`` files import
+nothing. Importing this package imports nothing heavy either: the names of ``__all__`` load
+their module on first access. ``%load_ext`` loads only ``extension``, ``magics``, ``config``,
+``state``, ``tools.cell_log`` and ``kernel.compat`` (and what they import: IPython,
+traitlets, ``tools.references``); the agent, pydantic, httpx, ipywidgets and the renderers load
+with the first ``%%pi`` or ``%pi``.
 """
 
 from __future__ import annotations
@@ -32,35 +45,35 @@ from typing import TYPE_CHECKING
 from .._lazy import exports
 
 if TYPE_CHECKING:
-    from .approval import ask_approval
     from .config import PiConfig
-    from .errors import RunFailed
     from .extension import load_ipython_extension, unload_ipython_extension
     from .magics import PiMagics
     from .observer import StateObserver
-    from .render import render_html, render_text
     from .result import PiResult
-    from .run_view import RunView, StaticView
-    from .runner import run_pi, run_pi_sync
+    from .run.approval import ask_approval
+    from .run.errors import RunFailed
+    from .run.runner import run_pi, run_pi_sync
     from .state import NotebookState, state_for
-    from .widgets import LiveView
+    from .view.live import LiveView
+    from .view.render import render_html, render_text
+    from .view.run_view import RunView, StaticView
 
 _HOMES = {
-    "LiveView": "widgets",
+    "LiveView": "view.live",
     "NotebookState": "state",
     "PiConfig": "config",
     "PiMagics": "magics",
     "PiResult": "result",
-    "RunFailed": "errors",
-    "RunView": "run_view",
+    "RunFailed": "run.errors",
+    "RunView": "view.run_view",
     "StateObserver": "observer",
-    "StaticView": "run_view",
-    "ask_approval": "approval",
+    "StaticView": "view.run_view",
+    "ask_approval": "run.approval",
     "load_ipython_extension": "extension",
-    "render_html": "render",
-    "render_text": "render",
-    "run_pi": "runner",
-    "run_pi_sync": "runner",
+    "render_html": "view.render",
+    "render_text": "view.render",
+    "run_pi": "run.runner",
+    "run_pi_sync": "run.runner",
     "state_for": "state",
     "unload_ipython_extension": "extension",
 }

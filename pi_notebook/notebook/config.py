@@ -34,6 +34,8 @@ MODEL_ENV = "PI_NOTEBOOK_MODEL"
 REPLAY_ENV = "PI_NOTEBOOK_REPLAY"
 DEFAULT_TIMEOUT_S = 300.0
 """Pi's default ``httpIdleTimeoutMs`` (5 minutes), in seconds."""
+NO_TIMEOUT_MS = 2**31 - 1
+"""``--timeout 0``: about 25 days, what Pi's coding agent passes for a disabled idle timeout."""
 CONFIG_SECTION = "PiMagics"
 DEFAULT_SYSTEM_PROMPT = (
     "You are Pi, an assistant working inside a Jupyter notebook. The user writes prompts in "
@@ -50,6 +52,11 @@ class Defaults:
     model: str = ""
     thinking: str = "off"
     system: str = DEFAULT_SYSTEM_PROMPT
+
+
+def timeout_ms(seconds: float) -> int:
+    """``--timeout`` seconds as the stream options' ``timeout_ms`` (0: no limit)."""
+    return NO_TIMEOUT_MS if seconds <= 0 or seconds * 1000 >= NO_TIMEOUT_MS else max(1, round(seconds * 1000))
 
 
 def env_flag(name: str) -> bool | None:
@@ -97,7 +104,7 @@ class PiConfig(Configurable):
     temperature = Float(
         None, allow_none=True, help="Default --temperature (None: the provider's default)."
     ).tag(config=True)
-    # Sessions (``sessions.py``): where conversations are recorded, replay, compaction.
+    # Sessions (``sessions/``): where conversations are recorded, replay, compaction.
     record = Bool(True, help="Record conversations as Pi session files ($PI_NOTEBOOK_RECORD=0: off).").tag(
         config=True
     )
@@ -161,7 +168,7 @@ class PiConfig(Configurable):
 
     @validate("tools")
     def _check_tools(self, proposal: Any) -> str:
-        from .tools import parse_tools_spec  # the tool list, only when a value is set
+        from .tools.notebook_tools import parse_tools_spec  # the tool list, only when a value is set
 
         try:
             parse_tools_spec(str(proposal["value"]))

@@ -16,9 +16,10 @@ from __future__ import annotations
 from typing import Any
 
 from ..agent import Agent
+from ..agent.agent import has_model
 from .config import DEFAULT_NAME, DEFAULT_SYSTEM_PROMPT, MODEL_ENV, Defaults
 from .options import resolve_model
-from .state import has_model, state_for
+from .state import state_for
 
 __all__ = [
     "DEFAULT_NAME",

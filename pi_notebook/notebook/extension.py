@@ -5,7 +5,7 @@ await the agent, and the kernel handles widget messages (Stop, Approve, steering
 cell only while that cell *awaits* (ipykernel >= 7.4). The transformer rewrites a cell whose
 first token is exactly ``%%pi`` into one top-level ``await _pi_run(line, body)``, so the cell
 blocks until the run ends (Run All and nbval keep their order) while comms are handled.
-``_pi_run`` is ``runner.run_pi``, (re)bound in the user namespace (hidden from ``%who``) each
+``_pi_run`` is ``run.runner.run_pi``, (re)bound in the user namespace (hidden from ``%who``) each
 time the transformer emits a call to it: a traceback or ``In[n]`` then reads as what it is.
 
 Rules: comment lines (and blank lines) may precede ``%%pi``; ``%%pi_sync`` or ``%%pie`` are
@@ -15,10 +15,11 @@ cell, so it does the cheap check first.
 
 Loading also registers ``PiMagics`` (``%%pi`` fallback, ``%pi``), a ``post_run_cell`` hook
 that records cell errors for ``read_cells``, and, on ipykernel >= 7.4, the ``comm_msg``
-status wrapper (``kernel_compat.install_comm_ack``), and starts the MCP servers of
+status wrapper (``kernel.compat.install_comm_ack``), and starts the MCP servers of
 ``c.PiMagics.mcp_config`` if set. Loading twice is harmless. Loading imports only the light
-modules those need (``magics``, ``config``, ``state``, ``cell_log``, ``kernel_compat``): the agent,
-the providers, pydantic, ipywidgets and the renderers load with the first ``%%pi`` or ``%pi``.
+modules those need (``magics``, ``config``, ``state``, ``tools.cell_log``, ``kernel.compat``):
+the agent, the providers, pydantic, ipywidgets and the renderers load with the first ``%%pi``
+or ``%pi``.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-from .kernel_compat import can_await, get_kernel, install_comm_ack, uninstall_comm_ack
+from .kernel.compat import can_await, get_kernel, install_comm_ack, uninstall_comm_ack
 from .magics import PiMagics
 from .state import state_for
 
@@ -62,7 +63,7 @@ def make_transformer(shell: Any) -> Any:
         line, body = found
         if not can_await(shell):
             return [_SYNC_CALL.format(line=line, body=body)]
-        from .runner import run_pi  # the run machinery loads with the first %%pi cell
+        from .run.runner import run_pi  # the run machinery loads with the first %%pi cell
 
         shell.user_ns[RUN_NAME] = run_pi  # a %reset or the user may have removed it
         shell.user_ns_hidden[RUN_NAME] = run_pi

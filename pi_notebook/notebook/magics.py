@@ -7,7 +7,7 @@ magic registered here is the non-interactive fallback (autoawait off, ``run_cell
 code). Both parse the same options (``options.py``).
 
 ``%load_ext`` registers this class, so the module imports only what the class needs: the
-fallback loads the runner, and ``%pi`` its subcommands (``commands.py``), on first use.
+fallback loads the runner, and ``%pi`` its subcommands (``commands/``), on first use.
 """
 
 from __future__ import annotations
@@ -46,7 +46,7 @@ class PiMagics(Magics, PiConfig):
     @_decorator(_magic.cell_magic, "pi")
     def pi_cell(self, line: str, cell: str) -> None:
         """Run a prompt through the agent (non-interactive fallback; see ``%pi help``)."""
-        from .runner import run_pi_sync
+        from .run.runner import run_pi_sync
 
         run_pi_sync(line, cell, shell=self.shell)
 
@@ -54,7 +54,7 @@ class PiMagics(Magics, PiConfig):
     @_decorator(_magic.line_magic, "pi")
     def pi_line(self, line: str) -> None:
         """``%pi [--name NAME] SUBCOMMAND [ARGS]``; ``%pi help`` lists them."""
-        from .commands import run_command
+        from .commands.conversation import run_command
 
         run_command(self.state, line)
 

@@ -1,6 +1,6 @@
 """``StateObserver``: the hooks through which a recorder hears what a shell's conversations do.
 
-``NotebookState`` (``state.py``) calls them; ``sessions.py`` implements them to record every
+``NotebookState`` (``state.py``) calls them; ``sessions/sessions.py`` implements them to record every
 conversation into a session file. Kept apart from ``state.py`` so an observer can be written
 without importing the state that owns it.
 """

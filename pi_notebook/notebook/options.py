@@ -17,7 +17,7 @@ from ..ai.models import resolve_model as catalogue_resolve_model
 from ..ai.types import Model
 from .config import DEFAULT_NAME, PARSER, REPLAY_ENV, PiConfig, Policy, env_flag
 from .faux_stand_in import FAUX_PROVIDER, stand_in_model
-from .tools import parse_tools_spec
+from .tools.notebook_tools import parse_tools_spec
 
 
 def resolve_model(spec: str) -> Model:

@@ -20,9 +20,9 @@ import weakref
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
-from .cell_log import CellErrorLog
 from .config import DEFAULT_NAME, PiConfig, Policy
 from .observer import StateObserver
+from .tools.cell_log import CellErrorLog
 
 if TYPE_CHECKING:
     from ..agent import Agent
@@ -30,14 +30,14 @@ if TYPE_CHECKING:
     from ..ai.abort import AbortSignal
     from ..ai.types import UserMessage
     from ..mcp import McpManager
-    from .approval import ApprovalSetup, RunMode
     from .result import PiResult
-    from .sessions import NotebookSessions
-    from .tools import NotebookTools
+    from .run.approval import ApprovalSetup, RunMode
+    from .sessions.sessions import NotebookSessions
+    from .tools.notebook_tools import NotebookTools
 
 MCP_INSTALL = "MCP servers need the mcp SDK: pip install 'pi-notebook[mcp]'"
 
-__all__ = ["NotebookState", "StateObserver", "has_model", "state_for"]
+__all__ = ["NotebookState", "StateObserver", "state_for"]
 
 
 class NotebookState:
@@ -61,9 +61,9 @@ class NotebookState:
 
     @property
     def tools(self) -> NotebookTools:
-        """The notebook tools of this shell (``tools.py``), created on first use."""
+        """The notebook tools of this shell (``tools/notebook_tools.py``), created on first use."""
         if self._tools is None:
-            from .tools import NotebookTools
+            from .tools.notebook_tools import NotebookTools
 
             self._tools = NotebookTools(self.shell, self.errors)
         return self._tools
@@ -71,10 +71,10 @@ class NotebookState:
     @property
     def sessions(self) -> NotebookSessions:
         """Records every conversation into a Pi session file (and keeps it for resume,
-        compaction and replay); ``sessions.py`` owns where and how. Created with the first
+        compaction and replay); ``sessions/sessions.py`` owns where and how. Created with the first
         conversation (or on first use) as the first observer, so it hears every conversation."""
         if self._sessions is None:
-            from .sessions import NotebookSessions
+            from .sessions.sessions import NotebookSessions
 
             self._sessions = NotebookSessions(self.shell, lambda: self.config)
             self.observers.insert(0, self._sessions)
@@ -186,7 +186,7 @@ class NotebookState:
 
     def run_mode(self, *, awaited: bool, text: bool) -> RunMode:
         """How a run started now could be watched (live or static, can anyone click)."""
-        from .approval import run_mode
+        from .run.approval import run_mode
 
         return run_mode(self.shell, awaited=awaited, text=text)
 
@@ -195,7 +195,7 @@ class NotebookState:
     ) -> ApprovalSetup:
         """The policy in force for a run in ``mode`` and the notice that explains it (naming the
         ``gated`` tools; default: the state-changing notebook tools)."""
-        from .approval import STATE_CHANGING_TOOLS, resolve_policy
+        from .run.approval import STATE_CHANGING_TOOLS, resolve_policy
 
         if gated is None:
             gated = STATE_CHANGING_TOOLS
@@ -209,7 +209,7 @@ class NotebookState:
 
     def explain_approval(self, mode: RunMode) -> str:
         """The configured policy as a run in ``mode`` would apply it, and why (``%pi status``)."""
-        from .approval import explain_policy
+        from .run.approval import explain_policy
 
         return explain_policy(self.config.approve or None, mode)  # type: ignore[arg-type]
 
@@ -290,9 +290,3 @@ def state_for(shell: Any = None) -> NotebookState:
     if found is None:
         found = _states[shell] = NotebookState(shell)
     return found
-
-
-def has_model(agent: Agent) -> bool:
-    """False while the agent still has Pi's placeholder model (``unknown``)."""
-    model = agent.state.model
-    return bool(model and model.provider != "unknown" and model.api != "unknown")

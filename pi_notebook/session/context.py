@@ -22,7 +22,6 @@ from .entries import (
     ModelChangeEntry,
     SessionEntry,
     ThinkingLevelChangeEntry,
-    entry_to_dict,
 )
 from .messages import entry_to_context_messages
 
@@ -138,7 +137,3 @@ def build_session_context(
     thinking_level, model = context_settings(path)
     messages = [m for e in context_entries_of_path(path) for m in entry_to_context_messages(e)]
     return SessionContext(messages=messages, thinking_level=thinking_level, model=model)
-
-
-def entries_to_dicts(entries: Sequence[SessionEntry]) -> list[dict[str, Any]]:
-    return [entry_to_dict(e) for e in entries]

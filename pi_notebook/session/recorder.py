@@ -17,6 +17,7 @@ import inspect
 from collections.abc import Callable
 from typing import Any
 
+from ..agent.agent import has_model
 from ..agent.types import AgentEvent, MessageEndEvent, MessageStartEvent
 from ..ai.abort import AbortSignal
 from ..ai.types import Model
@@ -75,7 +76,7 @@ class SessionRecorder:
         knows its model. Returns the unsubscribe function.
         """
         state = agent.state
-        model = state.model if state.model.provider != "unknown" else None
+        model = state.model if has_model(agent) else None
         self.record_settings(model, state.thinking_level)
         unsubscribe: Callable[[], None] = agent.subscribe(self)
         return unsubscribe

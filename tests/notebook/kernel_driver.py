@@ -38,7 +38,7 @@ def tool_use(name, args, call_id):
 
 APPROVAL_TOOLS = '''
 from pi_notebook.agent import BeforeToolCallResult, tool
-from pi_notebook.notebook.approval import ask_approval
+from pi_notebook.notebook.run.approval import ask_approval
 wiped = []
 
 @tool(requires_approval=True)

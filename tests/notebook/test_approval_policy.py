@@ -23,8 +23,8 @@ from pi_notebook.agent.types import AgentContext, BeforeToolCallContext
 from pi_notebook.ai.faux import FauxRegistration, faux_assistant_message, faux_tool_call
 from pi_notebook.ai.types import AssistantMessage, TextContent, ToolCall
 from pi_notebook.notebook import conversations
-from pi_notebook.notebook.approval import ApprovalGate, ask_approval, tool_policy
 from pi_notebook.notebook.config import check_approvals
+from pi_notebook.notebook.run.approval import ApprovalGate, ask_approval, tool_policy
 
 MODEL = "--model faux:faux-1"
 

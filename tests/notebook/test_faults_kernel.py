@@ -38,7 +38,7 @@ from faults.wire import WIRES, closed_port_url, fault_reply
 from kernel_driver import LOOPBACK_SHORT, Kernel, Watch, loopback_models
 from loopback import Delay, LoopbackServer, Reply, serving
 
-from pi_notebook.notebook.errors import INTERRUPTED
+from pi_notebook.notebook.run.errors import INTERRUPTED
 
 pytestmark = pytest.mark.kernel
 

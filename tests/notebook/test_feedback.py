@@ -23,8 +23,8 @@ from pi_notebook.ai.faux import FauxRegistration, faux_assistant_message
 from pi_notebook.ai.local_probe import clear_probe_cache
 from pi_notebook.ai.models import unregister_models
 from pi_notebook.notebook import conversations
-from pi_notebook.notebook.errors import RunFailed, explain_error
 from pi_notebook.notebook.options import resolve_model
+from pi_notebook.notebook.run.errors import RunFailed, explain_error
 
 MODEL = "--model faux:faux-1"
 

@@ -30,7 +30,7 @@ from jupyter_client.manager import AsyncKernelManager
 from kernel_driver import APPROVAL_TOOLS, KERNEL_NAME, SETUP, loopback_models, write_kernelspec
 from loopback import Delay, LoopbackServer, Reply, serving
 
-from pi_notebook.notebook.errors import INTERRUPTED
+from pi_notebook.notebook.run.errors import INTERRUPTED
 
 pytestmark = pytest.mark.kernel
 nbformat = pytest.importorskip("nbformat")

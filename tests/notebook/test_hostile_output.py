@@ -33,7 +33,8 @@ from kernel_driver import Kernel, Watch
 from loopback import LoopbackServer, serving
 from view_events import Run
 
-from pi_notebook.notebook.render import (
+from pi_notebook.notebook.view.reduce import ViewState, reduce, set_notice
+from pi_notebook.notebook.view.render import (
     PLAIN_NOTE,
     frontend_markdown,
     render_html,
@@ -43,8 +44,7 @@ from pi_notebook.notebook.render import (
     renders_unsafe_link,
     too_much_markup,
 )
-from pi_notebook.notebook.render.static_html import WRAP
-from pi_notebook.notebook.view import ViewState, reduce, set_notice
+from pi_notebook.notebook.view.render.static_html import WRAP
 
 COSTLY = ("long line", "brackets", "nested emphasis", "links", "images")
 NESTED = {"nested quotes": "deep quote", "nested lists": "deep item"}

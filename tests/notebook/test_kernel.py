@@ -151,8 +151,8 @@ faux.set_responses([tool_use('slow_step', {'seconds': 1.5}, 's1'), 'steered answ
     assert sent
     assert watch.replies[cell][1]["status"] == "ok"
     transcript = (
-        "[(m.role, getattr(m, 'tool_name', None) or pi_notebook.notebook.view.content_to_text(m.content)"
-        "[:20]) for m in _pi.messages]"
+        "[(m.role, getattr(m, 'tool_name', None)"
+        " or pi_notebook.notebook.view.reduce.content_to_text(m.content)[:20]) for m in _pi.messages]"
     )
     roles = value(k, transcript)
     assert roles == (

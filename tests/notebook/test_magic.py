@@ -29,9 +29,9 @@ from pi_notebook.ai.faux import (
     register_faux_provider,
 )
 from pi_notebook.notebook import conversations
-from pi_notebook.notebook.approval import ApprovalSetup, Headless, resolve_policy
-from pi_notebook.notebook.kernel_compat import comms_during_cell, parse_version
+from pi_notebook.notebook.kernel.compat import comms_during_cell, parse_version
 from pi_notebook.notebook.magics import PiMagics
+from pi_notebook.notebook.run.approval import ApprovalSetup, Headless, resolve_policy
 
 MODEL = "--model faux:faux-1"
 

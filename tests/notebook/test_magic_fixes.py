@@ -207,7 +207,7 @@ def test_a_rejected_config_value_is_not_kept(
 def test_history_shows_the_text_of_summary_messages() -> None:
     """Compaction and branch summaries keep their text in ``summary``: a history line shows it
     (it read ``compactionSummary:`` and nothing more)."""
-    from pi_notebook.notebook.commands import history_line
+    from pi_notebook.notebook.commands.conversation import history_line
     from pi_notebook.session import BranchSummaryMessage, CompactionSummaryMessage
 
     compacted = CompactionSummaryMessage(

@@ -19,20 +19,20 @@ sys.path.insert(0, str(Path(__file__).parent))
 from kernel_ipshell import ip_fixture, run  # noqa: F401
 
 from pi_notebook.agent.types import AgentToolResult
-from pi_notebook.notebook.interrupts import watch_sigint
-from pi_notebook.notebook.references import (
+from pi_notebook.notebook.kernel.interrupts import watch_sigint
+from pi_notebook.notebook.state import state_for
+from pi_notebook.notebook.tools.notebook_tools import (
+    NOTEBOOK_TOOL_NAMES,
+    NotebookTools,
+    is_notebook_tool,
+    parse_tools_spec,
+)
+from pi_notebook.notebook.tools.references import (
     expand_references,
     format_references,
     one_line,
     redact_text,
     summarize,
-)
-from pi_notebook.notebook.state import state_for
-from pi_notebook.notebook.tools import (
-    NOTEBOOK_TOOL_NAMES,
-    NotebookTools,
-    is_notebook_tool,
-    parse_tools_spec,
 )
 
 FAKE_KEY = "sk-proj-" + "A1b2C3d4E5f6G7h8I9j0" * 2
@@ -263,6 +263,22 @@ def test_read_notebook_reads_the_session_file_or_falls_back(
     assert "[0] markdown\n# Title\nintro" in out
     assert "[1] code (In [3])\nx = 1\nx\n  -> 1" in out
     assert "NameError: boom" in out
+
+
+def test_read_notebook_finds_the_file_vs_code_names(
+    ip: Any, tools: NotebookTools, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """VS Code sets ``__vsc_ipynb_file__`` (absolute) and no ``__session__``: the tool reads
+    that file, as the session recorder files the conversation under its folder."""
+    monkeypatch.delenv("JPY_SESSION_NAME", raising=False)
+    monkeypatch.delitem(ip.user_ns, "__session__", raising=False)
+    path = tmp_path / "vs.ipynb"
+    cell = {"cell_type": "markdown", "source": "# From VS Code", "metadata": {}}
+    path.write_text(json.dumps({"cells": [cell], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}))
+    monkeypatch.setitem(ip.user_ns, "__vsc_ipynb_file__", str(path))
+    result = call(tools, "read_notebook")
+    assert result.details == {"source": str(path), "cells": 1}
+    assert "# From VS Code" in text_of(result)
 
 
 # --- state-changing tools -------------------------------------------------------------------

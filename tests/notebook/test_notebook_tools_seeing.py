@@ -21,9 +21,9 @@ sys.path.insert(0, str(Path(__file__).parent))
 from kernel_ipshell import ip_fixture  # noqa: F401
 from test_notebook_tools import PNG_1X1, call, text_of
 
-from pi_notebook.notebook.outputs import MAX_IMAGES, image_size
 from pi_notebook.notebook.state import state_for
-from pi_notebook.notebook.tools import NotebookTools
+from pi_notebook.notebook.tools.notebook_tools import NotebookTools
+from pi_notebook.notebook.tools.outputs import MAX_IMAGES, image_size
 
 
 class _TextModel:
@@ -271,7 +271,7 @@ def test_insert_cell_in_a_headless_run_says_it_was_not_inserted(ip: Any, tools: 
 
 
 def test_rich_bundles_become_bounded_text() -> None:
-    from pi_notebook.notebook.outputs import bundle_text
+    from pi_notebook.notebook.tools.outputs import bundle_text
 
     widget = {
         "application/vnd.jupyter.widget-view+json": {"model_id": "abc", "version_major": 2},

@@ -14,7 +14,8 @@ sys.path.insert(0, str(Path(__file__).parent))
 from hostile import Tags, assert_inert
 from view_events import Run, tool_run
 
-from pi_notebook.notebook.render import (
+from pi_notebook.notebook.view.reduce import Footer, ToolCard, ViewState, mark_queued, reduce, set_notice
+from pi_notebook.notebook.view.render import (
     MATH,
     MAX_SHOWN,
     NO_MATH,
@@ -29,7 +30,6 @@ from pi_notebook.notebook.render import (
     safe_split,
     static_bundle,
 )
-from pi_notebook.notebook.view import Footer, ToolCard, ViewState, mark_queued, reduce, set_notice
 
 PROMPT = "Add 2 and 3, then read missing.txt"
 

@@ -25,10 +25,11 @@ from pi_notebook.agent import Agent
 from pi_notebook.ai.faux import FauxRegistration, faux_assistant_message, faux_tool_call
 from pi_notebook.ai.local_probe import clear_probe_cache
 from pi_notebook.ai.models import unregister_models
-from pi_notebook.notebook import run_view, runner
-from pi_notebook.notebook.model_request import NO_TIMEOUT_MS
-from pi_notebook.notebook.run_retry import RetrySettings, RunRetry, requested_delay
-from pi_notebook.notebook.run_view import StaticView
+from pi_notebook.notebook.config import NO_TIMEOUT_MS
+from pi_notebook.notebook.run import runner
+from pi_notebook.notebook.run.retry import RetrySettings, RunRetry, requested_delay
+from pi_notebook.notebook.view import run_view
+from pi_notebook.notebook.view.run_view import StaticView
 
 LOCAL = "--model llama.cpp:tiny --tools none"
 BUSY = {"error": {"message": "Service Unavailable: the model is loading", "type": "server_error"}}
@@ -370,7 +371,7 @@ def test_retries_must_not_be_negative(ip: Any) -> None:
 
 
 async def test_the_live_view_shows_the_wait_and_its_stop_button_ends_it(faux: FauxRegistration) -> None:
-    from pi_notebook.notebook.widgets import LiveView, ViewControls
+    from pi_notebook.notebook.view.live import LiveView, ViewControls
 
     agent = Agent(initial_state={"model": faux.get_model()})
     faux.set_responses([failure("529 overloaded_error: Overloaded\nmore detail"), "never"])

@@ -27,7 +27,7 @@ from pi_notebook.ai.faux import (
     register_faux_provider,
 )
 from pi_notebook.notebook import conversations
-from pi_notebook.notebook.sessions import NOTEBOOK_ENTRY, RESTART_MESSAGE, RESTART_NOTE, RUN_ENTRY
+from pi_notebook.notebook.sessions.sessions import NOTEBOOK_ENTRY, RESTART_MESSAGE, RESTART_NOTE, RUN_ENTRY
 from pi_notebook.notebook.state import state_for
 from pi_notebook.session import SessionManager, list_sessions
 from pi_notebook.session.storage import encode_cwd
@@ -476,7 +476,7 @@ def test_compact_on_demand(ip: Any, small: FauxRegistration, sdir: Path) -> None
 def test_the_notebook_path_comes_from_the_frontend(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from types import SimpleNamespace
 
-    from pi_notebook.notebook.sessions import notebook_path
+    from pi_notebook.notebook.tools.cells import notebook_path
 
     monkeypatch.delenv("JPY_SESSION_NAME", raising=False)
     monkeypatch.chdir(tmp_path)
@@ -567,7 +567,7 @@ def test_an_overflow_retry_is_forgotten_after_a_good_answer_or_a_new_user_messag
     from pi_notebook.agent.types import MessageEndEvent, MessageStartEvent
     from pi_notebook.ai.types import UserMessage
     from pi_notebook.notebook.config import PiConfig
-    from pi_notebook.notebook.sessions_compact import AutoCompactor
+    from pi_notebook.notebook.sessions.compact import AutoCompactor
 
     compactor = AutoCompactor(SessionManager.in_memory(), Agent(), PiConfig())
     compactor.overflow_retried = True

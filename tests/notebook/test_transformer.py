@@ -16,7 +16,7 @@ from kernel_ipshell import ip_fixture  # noqa: F401
 
 from pi_notebook.notebook import extension
 from pi_notebook.notebook.extension import split_pi_cell
-from pi_notebook.notebook.runner import strip_markers
+from pi_notebook.notebook.run.runner import strip_markers
 
 
 def lines(cell: str) -> list[str]:
@@ -121,7 +121,7 @@ def test_strip_markers_drops_only_nbval_lines() -> None:
 
 
 def test_the_transformed_cell_names_a_run_function_in_the_namespace(ip: Any) -> None:
-    from pi_notebook.notebook.runner import run_pi
+    from pi_notebook.notebook.run.runner import run_pi
 
     ip.user_ns.pop("_pi_run", None)  # e.g. after %reset
     ip.transform_cell("%%pi\nhello\n")

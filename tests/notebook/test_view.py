@@ -11,6 +11,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 from view_events import Run, tool_run, usage
 
+import pi_notebook.notebook.view.reduce as view
 from pi_notebook.agent.types import (
     AgentEndEvent,
     AgentStartEvent,
@@ -28,9 +29,7 @@ from pi_notebook.ai.events import (
     ToolCallStartEvent,
 )
 from pi_notebook.ai.types import AssistantMessage, TextContent, ToolCall, UserMessage
-from pi_notebook.notebook import view
-from pi_notebook.notebook.render import activity
-from pi_notebook.notebook.view import (
+from pi_notebook.notebook.view.reduce import (
     NOT_EXECUTED,
     TextBlock,
     ThinkingBlock,
@@ -43,6 +42,7 @@ from pi_notebook.notebook.view import (
     set_elapsed,
     set_notice,
 )
+from pi_notebook.notebook.view.render import activity
 
 
 def run_events(run: Run, prompt: str | None = None) -> ViewState:

@@ -21,15 +21,15 @@ from view_events import Run, tool_run
 from pi_notebook.agent.types import MessageUpdateEvent
 from pi_notebook.ai.events import TextDeltaEvent, TextEndEvent, TextStartEvent
 from pi_notebook.ai.types import AssistantMessage, TextContent
-from pi_notebook.notebook import render
-from pi_notebook.notebook.view import ToolCard
-from pi_notebook.notebook.widgets import (
+from pi_notebook.notebook.view import render
+from pi_notebook.notebook.view.live import (
     NOTICE_NO_CONTROLS,
     NOTICE_NOT_INTERACTIVE,
     LiveView,
     ViewControls,
 )
-from pi_notebook.notebook.widgets_cards import FREEZE_MIN, MarkdownStream, ToolCardPart
+from pi_notebook.notebook.view.parts import FREEZE_MIN, MarkdownStream, ToolCardPart
+from pi_notebook.notebook.view.reduce import ToolCard
 
 
 def walk(widget: Any) -> Iterator[Any]:

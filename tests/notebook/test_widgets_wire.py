@@ -26,8 +26,8 @@ from pi_notebook.ai.events import (
     ToolCallStartEvent,
 )
 from pi_notebook.ai.types import AssistantMessage, TextContent, ToolCall
-from pi_notebook.notebook.widgets import LiveView
-from pi_notebook.notebook.widgets_cards import TAIL_GRANT
+from pi_notebook.notebook.view.live import LiveView
+from pi_notebook.notebook.view.parts import TAIL_GRANT
 
 ENVELOPE = 550
 ENVELOPE_KEYS = ("header", "parent_header", "content")

@@ -273,11 +273,6 @@ def uninstall_comm_ack(kernel: Any) -> None:
         del kernel._publish_status  # the class's own method again
 
 
-def comm_ack_installed(kernel: Any) -> bool:
-    current = kernel.shell_handlers.get("comm_msg") if kernel is not None else None
-    return bool(getattr(current, _ACK_MARKER, False))
-
-
 async def _ack_after(result: Awaitable[Any], ack: Callable[[Any], None], msg: Any) -> Any:
     value = await result
     ack(msg)

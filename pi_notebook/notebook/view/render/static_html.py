@@ -24,7 +24,7 @@ from markdown_it.rules_core import StateCore
 from markdown_it.token import Token
 from markdown_it.utils import EnvType, OptionsDict
 
-from ..view import Footer, TextBlock, ThinkingBlock, ToolCard, UserItem, ViewState
+from ..reduce import Footer, TextBlock, ThinkingBlock, ToolCard, UserItem, ViewState
 from .limits import PLAIN_NOTE, cap_nesting, too_much_markup
 from .markdown import unsafe_url
 from .text import (

@@ -23,9 +23,10 @@ from typing import Any
 
 from IPython.core.error import UsageError
 
-from ..agent import Agent
-from ..agent.types import AgentEndEvent, AgentEvent, AgentStartEvent, MessageStartEvent, TurnStartEvent
-from ..session import CustomEntry, CustomMessageEntry, MessageEntry, SessionEntry, SessionManager, replay
+from ...agent import Agent
+from ...agent.agent import has_model
+from ...agent.types import AgentEndEvent, AgentEvent, AgentStartEvent, MessageStartEvent, TurnStartEvent
+from ...session import CustomEntry, CustomMessageEntry, MessageEntry, SessionEntry, SessionManager, replay
 from .sessions import RUN_ENTRY, NotebookSessions, resolve_recorded
 
 
@@ -104,7 +105,7 @@ def replayed_messages(recording: Recording) -> list[Any]:
 
 
 def _custom(entry: CustomMessageEntry) -> Any:
-    from ..session import CustomMessage
+    from ...session import CustomMessage
 
     return CustomMessage(
         custom_type=entry.custom_type, content=entry.content, display=entry.display, details=entry.details
@@ -142,15 +143,10 @@ def continue_after(sessions: NotebookSessions, name: str, agent: Agent, recordin
         manager.branch(last)
     # The recorded tool calls did not run in this kernel: a live cell after it gets the note.
     sessions.adopt(name, agent, manager, restarted=True)
-    if not _has_model(agent) and ":" in recording.model:
+    if not has_model(agent) and ":" in recording.model:
         provider, _, model_id = recording.model.partition(":")
         model = resolve_recorded(provider, model_id)
         if model is not None:
             agent.state.model = model
     count = len(replayed_messages(recording))
     return max(0, len(agent.state.messages) - count)
-
-
-def _has_model(agent: Agent) -> bool:
-    model = agent.state.model
-    return bool(model and model.provider != "unknown" and model.api != "unknown")

@@ -20,12 +20,12 @@ from typing import TYPE_CHECKING, Any
 
 from IPython.core.error import UsageError
 
-from .approval import tool_policy
-from .config import POLICIES
-from .state import NotebookState
+from ..config import POLICIES
+from ..run.approval import tool_policy
+from ..state import NotebookState
 
 if TYPE_CHECKING:
-    from ..mcp import McpServer
+    from ...mcp import McpServer
 
 MCP_HELP = """\
 %pi mcp add NAME [--approve ask|auto|deny] [--timeout S] -- COMMAND ARGS...   stdio server
@@ -129,7 +129,7 @@ def _target(options: dict[str, Any], positional: list[str], headers: dict[str, s
 def _add(state: NotebookState, args: list[str]) -> None:
     options = parse_add(args)
     manager = _manager(state)
-    from ..mcp import McpConnectError, make_config
+    from ...mcp import McpConnectError, make_config
 
     try:
         server: McpServer = manager.add(make_config(**options))

@@ -9,8 +9,8 @@ from __future__ import annotations
 import asyncio
 from typing import Any, Protocol
 
+from .reduce import ViewState, mark_approval, reduce, set_notice
 from .render import static_bundle
-from .view import ViewState, mark_approval, reduce, set_notice
 
 
 class RunView(Protocol):

@@ -78,9 +78,15 @@ def redact_known(text: str, secrets: list[str]) -> str:
 
 
 def truncate(text: str, limit: int) -> str:
+    """``text`` cut to ``limit`` characters, the last one an ellipsis when it was longer."""
     if len(text) <= limit:
         return text
     return text[: max(0, limit - 1)] + "…"
+
+
+def single_line(text: str, limit: int) -> str:
+    """``text`` on one line (each run of whitespace, newlines included, as one space), truncated."""
+    return truncate(" ".join(text.split()), limit)
 
 
 def type_name(value: Any) -> str:
@@ -203,7 +209,7 @@ def one_line(value: Any, limit: int = ONE_LINE_CHARS) -> str:
             text = safe_repr(value)
     except Exception as exc:
         text = f"<summary failed: {type(exc).__name__}>"
-    return redact_text(truncate(" ".join(text.split()), limit))
+    return redact_text(single_line(text, limit))
 
 
 def secret_placeholder(name: str, value: Any) -> str:

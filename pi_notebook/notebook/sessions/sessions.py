@@ -29,10 +29,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..agent import Agent
-from ..ai.models import get_model
-from ..ai.types import Model, UserMessage
-from ..session import (
+from ...agent import Agent
+from ...agent.agent import has_model
+from ...ai.models import get_model
+from ...ai.types import Model, UserMessage, content_text
+from ...session import (
     CustomEntry,
     CustomMessage,
     MessageEntry,
@@ -45,10 +46,11 @@ from ..session import (
     redact_strings,
     resume,
 )
-from ..session.storage import default_session_dir
-from .config import PiConfig, env_flag
-from .observer import StateObserver
-from .references import redact_known, secret_values
+from ...session.storage import default_session_dir
+from ..config import PiConfig, env_flag
+from ..observer import StateObserver
+from ..tools.cells import notebook_path
+from ..tools.references import redact_known, secret_values
 
 SESSION_DIR_ENV = "PI_NOTEBOOK_SESSION_DIR"
 RECORD_ENV = "PI_NOTEBOOK_RECORD"
@@ -59,31 +61,6 @@ RESTART_NOTE = (
     "Note: the notebook's Python kernel was restarted since the messages above. Variables, "
     "imports and objects you saw in it may be gone or different; look again before relying on them."
 )
-
-
-def notebook_path(shell: Any) -> str | None:
-    """The notebook's file as the frontend reports it: VS Code's ``__vsc_ipynb_file__``,
-    JupyterLab's ``__session__`` / ``$JPY_SESSION_NAME`` (ipykernel); ``None`` when unknown."""
-    ns = getattr(shell, "user_ns", None) or {}
-    for value in (ns.get("__vsc_ipynb_file__"), ns.get("__session__"), os.environ.get("JPY_SESSION_NAME")):
-        if isinstance(value, str) and value.strip():
-            return _absolute(value.strip())
-    return None
-
-
-def _absolute(path: str) -> str:
-    """A frontend's path may be relative to the server's root, not to the kernel's cwd (the
-    notebook's folder): keep it when it exists from here, else take its file name here."""
-    if os.path.isabs(path):
-        return os.path.normpath(path)
-    here = os.path.abspath(path)
-    return here if os.path.exists(here) else os.path.join(os.getcwd(), os.path.basename(path))
-
-
-def text_of(content: Any) -> str:
-    if isinstance(content, str):
-        return content
-    return "\n".join(getattr(b, "text", "") for b in content or () if getattr(b, "type", None) == "text")
 
 
 @dataclass
@@ -114,7 +91,7 @@ class NotebookSessions(StateObserver):
         self._config = config
         self.tracked: dict[str, Tracked] = {}
         self.replay_cursors: dict[str, Any] = {}
-        """Where ``--replay`` stands in each conversation's recording (``sessions_replay.py``)."""
+        """Where ``--replay`` stands in each conversation's recording (``replay.py``)."""
 
     # --- settings ---------------------------------------------------------------------------
 
@@ -181,7 +158,7 @@ class NotebookSessions(StateObserver):
         tracked = self.get(name)
         manager = tracked.manager
         model = agent.state.model
-        known = model if model.provider != "unknown" and model.api != "unknown" else None
+        known = model if has_model(agent) else None
         tracked.recorder.record_settings(known, agent.state.thinking_level)  # first, as Pi's sessions
         if not tracked.tagged:
             tracked.tagged = True
@@ -205,9 +182,8 @@ class NotebookSessions(StateObserver):
             return  # a replayed cell writes nothing
         tracked = self.begin(name, agent)
         model = agent.state.model
-        tracked.manager.append_custom_entry(
-            RUN_ENTRY, {"prompt": tracked.extra.pop("prompt", text_of(prompt.content)), "model": _spec(model)}
-        )
+        typed = tracked.extra.pop("prompt", content_text(prompt.content))
+        tracked.manager.append_custom_entry(RUN_ENTRY, {"prompt": typed, "model": _spec(model)})
         if tracked.restart_note:
             tracked.restart_note = False
             note = CustomMessage(custom_type=RESTART_MESSAGE, content=RESTART_NOTE, display=False)

@@ -11,7 +11,7 @@ import json
 import re
 from typing import Any
 
-from ..view import FINAL_STATUSES, Footer, TextBlock, ThinkingBlock, ToolCard, UserItem, ViewState
+from ..reduce import FINAL_STATUSES, Footer, TextBlock, ThinkingBlock, ToolCard, UserItem, ViewState
 
 __all__ = [
     "MAX_SHOWN",

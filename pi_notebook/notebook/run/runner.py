@@ -11,7 +11,7 @@ Two entry points:
 * ``run_pi_sync(line, body)``: the ``%%pi`` cell magic fallback (autoawait off, or
   ``run_cell_magic`` from code). It never waits for clicks: the agent runs on a private loop in
   a worker thread while this (main) thread serves the tools that must run here (``run_code``
-  and friends, see ``tools.py``), and the output is drawn once at the end.
+  and friends, see ``tools/notebook_tools.py``), and the output is drawn once at the end.
 
 Output: live widgets when someone can watch (a kernel, not headless, not ``--text``), replaced
 at the end by the static bundle under the same display id; otherwise one static display at the
@@ -32,33 +32,34 @@ from typing import Any, cast
 from IPython.core.error import UsageError
 from IPython.display import display as _untyped_display
 
-from ..agent import Agent
-from ..agent.types import (
+from ...agent import Agent
+from ...agent.agent import has_model
+from ...agent.types import (
     BeforeToolCallContext,
     BeforeToolCallHook,
     BeforeToolCallResult,
     ThinkingLevel,
     TurnContext,
 )
-from ..ai.abort import ABORT_MESSAGE, AbortSignal
-from ..ai.types import TextContent, UserMessage
+from ...ai.abort import ABORT_MESSAGE, AbortSignal
+from ...ai.types import TextContent, UserMessage
+from ..config import MODEL_ENV
+from ..kernel.compat import cell_running, get_kernel, install_comm_ack
+from ..kernel.interrupts import MainThreadBridge, watch_sigint
+from ..options import RunOptions, parse_options
+from ..result import PiResult, run_result
+from ..sessions.compact import AutoCompactor
+from ..sessions.replay import Recording, continue_after, find_recording, play
+from ..state import NotebookState, state_for
+from ..tools.notebook_tools import Dispatch, is_notebook_tool, run_here
+from ..tools.references import expand_references, format_references
+from ..view.reduce import explain
+from ..view.render import render_text
+from ..view.run_view import RunView, StaticView
 from .approval import STATE_CHANGING_TOOLS, ApprovalGate, activate, deactivate, tool_policy
-from .config import MODEL_ENV
 from .errors import RunFailed, RunInterrupted, explain_error
-from .interrupts import MainThreadBridge, watch_sigint
-from .kernel_compat import cell_running, get_kernel, install_comm_ack
-from .model_request import RequestSettings, seed_notice
-from .options import RunOptions, parse_options
-from .references import expand_references, format_references
-from .render import render_text
-from .result import PiResult, run_result
-from .run_retry import RetrySettings, RunRetry
-from .run_view import RunView, StaticView
-from .sessions_compact import AutoCompactor
-from .sessions_replay import Recording, continue_after, find_recording, play
-from .state import NotebookState, has_model, state_for
-from .tools import Dispatch, is_notebook_tool, run_here
-from .view import explain
+from .requests import RequestSettings, seed_notice
+from .retry import RetrySettings, RunRetry
 
 _display: Callable[..., Any] = _untyped_display
 
@@ -186,7 +187,7 @@ class PiRun:
         notice = "\n".join(self.notices) or None
         if not self.mode.live:
             return StaticView(self.prompt, notice)
-        from .widgets import LiveView, ViewControls
+        from ..view.live import LiveView, ViewControls
 
         controls = None
         if self.mode.can_ask:

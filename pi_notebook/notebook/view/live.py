@@ -1,7 +1,7 @@
 """The live view of a ``%%pi`` run: ``LiveView`` turns agent events into an ipywidgets tree that
 updates while the cell runs, with Stop, Approve / Deny and steering controls.
 
-It owns *when* to draw. Every event goes through the pure reducer (``view.reduce``); widget
+It owns *when* to draw. Every event goes through the pure reducer (``reduce.reduce``); widget
 updates are coalesced to at most ``max_rate_hz`` per second whatever the token rate, and
 flushed at once on block ends, tool start/end, message and turn ends and ``agent_end``, so the
 transcript never lags behind a structural change. A timer on the running loop draws the last
@@ -9,7 +9,7 @@ few tokens when a stream pauses between frames, and a slow tick (1 Hz) keeps the
 and what the run waits for (``render.activity``) moving while the model is silent, and shows
 text the streamed Markdown's byte budget held back. While text streams, the footer's clock
 moves every ``clock_s`` seconds only: the text shows the run is alive, and a footer update per
-frame would cost more bytes than the text itself. Per-item widgets live in ``widgets_cards``.
+frame would cost more bytes than the text itself. Per-item widgets live in ``parts``.
 
 Button callbacks run on the kernel's event loop (ipykernel >= 7.4 handles comms while an
 awaiting cell runs); everything here must be called from that loop's thread.
@@ -27,9 +27,10 @@ from typing import Any
 
 import ipywidgets as W
 
-from ..agent.types import AgentEvent
+from ...agent.types import AgentEvent
 from . import render
-from .view import (
+from .parts import Part, TextPart, ThinkingPart, ToolCardPart, UserPart, set_value
+from .reduce import (
     FINAL_STATUSES,
     TextBlock,
     ThinkingBlock,
@@ -41,7 +42,6 @@ from .view import (
     set_elapsed,
     set_notice,
 )
-from .widgets_cards import Part, TextPart, ThinkingPart, ToolCardPart, UserPart, set_value
 
 __all__ = ["LiveView", "ViewControls"]
 

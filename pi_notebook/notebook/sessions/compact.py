@@ -20,10 +20,10 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from ..agent import Agent
-from ..ai.abort import AbortSignal
-from ..ai.overflow import is_context_overflow
-from ..session import (
+from ...agent import Agent
+from ...ai.abort import AbortSignal
+from ...ai.overflow import is_context_overflow
+from ...session import (
     CompactionEntry,
     CompactionSettings,
     SessionManager,
@@ -35,8 +35,7 @@ from ..session import (
     prepare_compaction,
     should_compact,
 )
-from .config import PiConfig
-from .model_request import timeout_ms
+from ..config import PiConfig, timeout_ms
 
 OVERFLOW_GAVE_UP = (
     "Context overflow recovery failed after one compact-and-retry attempt. "

@@ -42,15 +42,16 @@ from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from typing import Any, Literal, TypeAlias
 
-from ..agent.types import AgentTool, BeforeToolCallContext, BeforeToolCallResult
-from ..ai.abort import AbortSignal
-from ..ai.types import ToolCall
-from .config import POLICIES, Policy
-from .kernel_compat import execute_request_content, get_kernel, inactive_controls_reason, widgets_available
-from .tools import WRITE_TOOLS
+from ...agent.types import AgentTool, BeforeToolCallContext, BeforeToolCallResult
+from ...ai.abort import AbortSignal
+from ...ai.types import ToolCall
+from ..config import POLICIES, Policy
+from ..kernel.compat import execute_request_content, get_kernel, inactive_controls_reason, widgets_available
+from ..tools.notebook_tools import WRITE_TOOLS
 
 STATE_CHANGING_TOOLS: frozenset[str] = frozenset(WRITE_TOOLS)
-"""The notebook tools the policy gates (declared with ``changes_state=True`` in ``tools.py``)."""
+"""The notebook tools the policy gates (declared with ``changes_state=True`` in
+``tools/notebook_tools.py``)."""
 
 HEADLESS_ENV = "PI_NOTEBOOK_HEADLESS"
 _TRUE = frozenset({"1", "true", "yes", "on"})

@@ -1,7 +1,7 @@
 """The notebook tools: what the agent may read and change in the kernel it runs in.
 
 Read-only (never gated): ``list_variables``, ``inspect_variable``, ``read_cells``,
-``read_notebook``. State-changing (always through the approval policy, see ``approval.py``):
+``read_notebook``. State-changing (always through the approval policy, see ``run/approval.py``):
 ``run_code``, ``insert_cell``, ``set_variable``.
 
 Each tool is a method of ``NotebookTools`` declared with ``@notebook_tool`` and turned into an
@@ -37,12 +37,12 @@ from typing import Annotated, Any, TypeVar
 
 from pydantic import Field
 
-from ..agent.decorator import tool
-from ..agent.types import AgentTool, AgentToolResult, ToolExecutionMode
-from ..ai.types import TextContent
+from ...agent.decorator import tool
+from ...agent.types import AgentTool, AgentToolResult, ToolExecutionMode
+from ...ai.types import TextContent
+from ..kernel.interrupts import interruptible, raise_if_interrupted
 from .cell_log import CellErrorLog
-from .cells import format_saved_cell, history_text, notebook_path
-from .interrupts import interruptible, raise_if_interrupted
+from .cells import format_saved_cell, history_text, saved_notebook
 from .outputs import ImageBudget, open_figures, take_figures
 from .references import (
     looks_secret,
@@ -274,7 +274,7 @@ class NotebookTools:
         )
 
     def _read_notebook_now(self, max_cells: int, include_outputs: bool) -> AgentToolResult:
-        path = notebook_path(self.shell)
+        path = saved_notebook(self.shell)
         images = self.image_budget() if include_outputs else None
         if path is None:
             history, numbers = self.history_text(max_cells, images=images)

@@ -26,11 +26,12 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
-from ..agent import Agent
-from ..ai.abort import AbortController
-from ..ai.overflow import is_context_overflow
-from ..ai.retry import is_retryable_assistant_error, sleep_unless_aborted
-from .run_view import RunView
+from ...agent import Agent
+from ...ai.abort import AbortController
+from ...ai.overflow import is_context_overflow
+from ...ai.retry import is_retryable_assistant_error, sleep_unless_aborted
+from ..tools.references import truncate
+from ..view.run_view import RunView
 
 MAX_REQUESTED_DELAY_S = 60.0
 """A server asking to wait longer than this has hit a limit; its error stands."""
@@ -83,7 +84,7 @@ def requested_delay(error: str) -> float | None:
 
 def first_line(text: str) -> str:
     line = text.strip().splitlines()[0] if text.strip() else "unknown error"
-    return line if len(line) <= 200 else line[:199] + "…"
+    return truncate(line, 200)
 
 
 def _seconds(delay: float) -> str:

@@ -9,7 +9,8 @@ user's own ``stream_fn`` and ``on_payload``, which still run (ours wrap them).
   while thinking is on, as Pi does).
 * ``--timeout`` becomes the stream options' ``timeout_ms``, an idle timeout (see
   ``ai/http.py``), as Pi's coding agent passes its ``httpIdleTimeoutMs``; 0 (no limit) is
-  the largest 32-bit number of milliseconds, as there, since a timeout of 0 ms would fail at once.
+  the largest 32-bit number of milliseconds (``config.timeout_ms``), as there, since a
+  timeout of 0 ms would fail at once.
 * ``--seed`` exists in OpenAI-compatible chat completions (OpenAI, and llama.cpp, Ollama,
   LM Studio and vLLM through that API); Pi's options have no seed, so it is added to the
   request body of ``openai-completions`` models and reported as ignored for the others.
@@ -25,22 +26,16 @@ import inspect
 from collections.abc import Mapping
 from typing import Any
 
-from ..agent import Agent
-from ..ai.local_probe import probed_model
-from ..ai.models import LOCAL_SERVERS
-from ..ai.options import OnPayload
-from ..ai.types import Model
+from ...agent import Agent
+from ...ai.local_probe import probed_model
+from ...ai.models import LOCAL_SERVERS
+from ...ai.options import OnPayload
+from ...ai.types import Model
+from ..config import timeout_ms
 
-__all__ = ["NO_TIMEOUT_MS", "SEED_APIS", "RequestSettings", "seed_notice", "timeout_ms"]
+__all__ = ["SEED_APIS", "RequestSettings", "seed_notice"]
 
 SEED_APIS = frozenset({"openai-completions"})
-NO_TIMEOUT_MS = 2**31 - 1
-"""``--timeout 0``: about 25 days, what Pi's coding agent passes for a disabled idle timeout."""
-
-
-def timeout_ms(seconds: float) -> int:
-    """``--timeout`` seconds as the stream options' ``timeout_ms`` (0: no limit)."""
-    return NO_TIMEOUT_MS if seconds <= 0 or seconds * 1000 >= NO_TIMEOUT_MS else max(1, round(seconds * 1000))
 
 
 def seed_notice(seed: int | None, model: Model) -> str | None:

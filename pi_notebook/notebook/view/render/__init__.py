@@ -14,7 +14,7 @@ Pure: no widget or IPython imports.
 
 from __future__ import annotations
 
-from ..view import ViewState
+from ..reduce import ViewState
 from .limits import MAX_MARKDOWN_CHARS, MAX_MARKUP, MAX_NESTING, PLAIN_NOTE, too_much_markup
 from .markdown import (
     SAFE_SCHEMES,

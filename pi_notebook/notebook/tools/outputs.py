@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from html.parser import HTMLParser
 from typing import Any
 
-from ..ai.types import ImageContent
+from ...ai.types import ImageContent
 from .references import truncate
 
 MAX_IMAGES = 4

@@ -2,8 +2,8 @@
 
 This module owns what the notebook output *means*: the prompt, the assistant's text and thinking
 blocks, one card per tool call, injected user messages, the footer (turns, tokens, cost, elapsed
-time, model) and the end state. The adapters that draw it (``render.py`` for static text/HTML,
-``widgets.py`` for live ipywidgets) read a ``ViewState`` and never interpret events themselves.
+time, model) and the end state. The adapters that draw it (``render/`` for static text/HTML,
+``live.py`` for live ipywidgets) read a ``ViewState`` and never interpret events themselves.
 
 It imports no widget, IPython or Markdown code, so it is unit-tested on hand-built event
 sequences and can run in any process.
@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from ..agent.types import (
+from ...agent.types import (
     AgentEndEvent,
     AgentEvent,
     AgentToolResult,
@@ -30,7 +30,7 @@ from ..agent.types import (
     ToolExecutionStartEvent,
     ToolExecutionUpdateEvent,
 )
-from ..ai.events import AssistantMessageEvent
+from ...ai.events import AssistantMessageEvent
 
 __all__ = [
     "FINAL_STATUSES",
@@ -53,7 +53,7 @@ __all__ = [
     "set_notice",
 ]
 
-from .view_state import (
+from .state import (
     FINAL_STATUSES,
     NOT_EXECUTED,
     Footer,
@@ -73,7 +73,8 @@ from .view_state import (
 
 
 def content_to_text(content: Any) -> str:
-    """The text of a message or tool-result content list; images become ``[image: mime]``."""
+    """The text of a message or tool-result content list, as the view shows it: unlike
+    ``ai.types.content_text`` (the text blocks only), images stay in place as ``[image: mime]``."""
     if content is None:
         return ""
     if isinstance(content, str):

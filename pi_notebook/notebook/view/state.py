@@ -1,7 +1,7 @@
 """The data of the view model of one ``%%pi`` run: ``ViewState`` and its items (text and
 thinking blocks, tool cards, user messages, the footer, queued messages).
 
-``view.py`` owns the reducer that fills these in from agent events and re-exports every name
+``reduce.py`` owns the reducer that fills these in from agent events and re-exports every name
 here; the renderers and the live adapter read them. Plain dataclasses, no behaviour beyond
 small accessors, no widget, IPython or Markdown imports.
 """

@@ -1,6 +1,7 @@
 """What the notebook tools read about cells: the kernel's input history (with ``Out`` values,
-the display outputs and the errors recorded per execution count) and the notebook file as
-last saved.
+the display outputs and the errors recorded per execution count), and the notebook file as
+last saved, found where the frontend says it is (``notebook_path``, which the session
+recorder uses too).
 
 Display outputs: IPython keeps no display history a kernel can rely on (ipykernel stores none
 by default), so ``CellErrorLog.watch`` (``cell_log.py``) records the bundles published through
@@ -90,17 +91,29 @@ def _image_formats(shell: Any, value: Any) -> dict[str, Any]:
     return data if isinstance(data, dict) else {}
 
 
-def notebook_path(shell: Any) -> Path | None:
-    """The notebook file: ``__session__`` (set by ipykernel from ``JPY_SESSION_NAME``) or the env."""
-    name = shell.user_ns.get("__session__") or os.environ.get("JPY_SESSION_NAME") or ""
-    if not isinstance(name, str) or not name.endswith(".ipynb"):
-        return None
-    given = Path(name)
-    # The session path is relative to the server root; the kernel's cwd is the notebook's folder.
-    for candidate in (given, Path.cwd() / given, Path.cwd() / given.name):
-        if candidate.is_file():
-            return candidate
+def notebook_path(shell: Any) -> str | None:
+    """The notebook's file as the frontend reports it: VS Code's ``__vsc_ipynb_file__``,
+    JupyterLab's ``__session__`` / ``$JPY_SESSION_NAME`` (ipykernel); ``None`` when unknown."""
+    ns = getattr(shell, "user_ns", None) or {}
+    for value in (ns.get("__vsc_ipynb_file__"), ns.get("__session__"), os.environ.get("JPY_SESSION_NAME")):
+        if isinstance(value, str) and value.strip():
+            return _absolute(value.strip())
     return None
+
+
+def _absolute(path: str) -> str:
+    """A frontend's path may be relative to the server's root, not to the kernel's cwd (the
+    notebook's folder): keep it when it exists from here, else take its file name here."""
+    if os.path.isabs(path):
+        return os.path.normpath(path)
+    here = os.path.abspath(path)
+    return here if os.path.exists(here) else os.path.join(os.getcwd(), os.path.basename(path))
+
+
+def saved_notebook(shell: Any) -> Path | None:
+    """The notebook's ``.ipynb`` file when it exists where ``notebook_path`` puts it."""
+    path = notebook_path(shell)
+    return Path(path) if path is not None and path.endswith(".ipynb") and os.path.isfile(path) else None
 
 
 def format_saved_cell(

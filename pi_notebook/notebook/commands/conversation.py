@@ -1,5 +1,5 @@
 """The ``%pi`` subcommands: ``model``, ``thinking``, ``status``, ``history``, ``reset``,
-``tools``, ``steer``, ``mcp``, ``help`` and the session ones (``sessions_magics.py``).
+``tools``, ``steer``, ``mcp``, ``help`` and the session ones (``sessions.py``).
 
 Each takes ``(state, name, rest)``: the shell's ``NotebookState`` (its ``config`` is the loaded
 ``PiMagics``), the conversation named with ``--name`` (``None``: the default) and the rest of
@@ -12,21 +12,22 @@ from typing import Any
 
 from IPython.core.error import UsageError
 
-from ..agent import Agent
-from ..ai.levels import THINKING_LEVELS
-from .approval import RunMode
-from .config import DEFAULT_NAME, MODEL_ENV, PiConfig
-from .kernel_compat import can_await
-from .mcp_magic import mcp_command
-from .options import model_option
-from .references import truncate
-from .result import sum_usage
-from .run_retry import RetrySettings, silent_server_bound
-from .sessions_magics import HELP as SESSIONS_HELP
-from .sessions_magics import SESSION_SUBCOMMANDS, session_line, turn_offset
-from .state import NotebookState, has_model
-from .tools import is_notebook_tool, parse_tools_spec
-from .view import content_to_text
+from ...agent import Agent
+from ...agent.agent import has_model
+from ...ai.levels import THINKING_LEVELS
+from ..config import DEFAULT_NAME, MODEL_ENV, PiConfig
+from ..kernel.compat import can_await
+from ..options import model_option
+from ..result import sum_usage
+from ..run.approval import RunMode
+from ..run.retry import RetrySettings, silent_server_bound
+from ..state import NotebookState
+from ..tools.notebook_tools import is_notebook_tool, parse_tools_spec
+from ..tools.references import single_line
+from ..view.reduce import content_to_text
+from .mcp import mcp_command
+from .sessions import HELP as SESSIONS_HELP
+from .sessions import SESSION_SUBCOMMANDS, session_line, turn_offset
 
 HELP = """\
 %%pi [options]            ask the agent; the cell body is the prompt
@@ -179,7 +180,7 @@ def history_line(message: Any) -> str:
     label = f"toolResult {getattr(message, 'tool_name', '')}".strip() if role == "toolResult" else role
     # compaction and branch summaries keep their text in ``summary``, not ``content``
     body = getattr(message, "content", None) or getattr(message, "summary", "") or ""
-    text = truncate(" ".join(content_to_text(body).split()), 200)
+    text = single_line(content_to_text(body), 200)
     blocks = body if isinstance(body, list) else []
     calls = [b.name for b in blocks if getattr(b, "type", None) == "toolCall"]
     parts = [text] if text else []
@@ -188,7 +189,7 @@ def history_line(message: Any) -> str:
     stop = getattr(message, "stop_reason", None) if role == "assistant" else None
     if stop not in (None, "stop", "toolUse"):
         error = getattr(message, "error_message", None)
-        ending = f"{stop}: {truncate(' '.join(error.split()), 300)}" if error else stop
+        ending = f"{stop}: {single_line(error, 300)}" if error else stop
         parts.append(f"[{ending}]")
     return f"{label}: {' '.join(parts)}".rstrip()
 

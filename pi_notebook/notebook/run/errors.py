@@ -30,11 +30,12 @@ import re
 from types import SimpleNamespace
 from typing import Any
 
-from ..ai.env import env_var_names
-from ..ai.http import TIMED_OUT
-from ..ai.models import LOCAL_SERVERS
-from ..ai.overflow import is_context_overflow
-from ..ai.types import Model
+from ...ai.env import env_var_names
+from ...ai.http import TIMED_OUT
+from ...ai.models import LOCAL_SERVERS
+from ...ai.overflow import is_context_overflow
+from ...ai.types import Model
+from ..tools.references import single_line
 
 __all__ = ["INTERRUPTED", "RunFailed", "RunInterrupted", "explain_error"]
 
@@ -88,27 +89,23 @@ def explain_error(message: str | None, model: Model) -> str | None:
     http = _explain_http(message, model, where, overflow)
     if http is not None:
         return http
+    said = single_line(message, MAX_REASON_CHARS).rstrip(".")
     if overflow:
-        return f"{_one_line(message).rstrip('.')}. {OVERFLOW_ADVICE}"
+        return f"{said}. {OVERFLOW_ADVICE}"
     if any(part in message for part in _UNREADABLE):
         return (
-            f"{_one_line(message).rstrip('.')}. Run the cell again; if it keeps failing, check that "
+            f"{said}. Run the cell again; if it keeps failing, check that "
             f"{where} speaks the {model.api} API that {model.provider}:{model.id} uses."
         )
     if _CUT_SHORT.search(message):
-        return f"{_one_line(message).rstrip('.')}: the answer was cut short. Run the cell again."
+        return f"{said}: the answer was cut short. Run the cell again."
     return None
-
-
-def _one_line(text: str, limit: int = MAX_REASON_CHARS) -> str:
-    line = " ".join(text.split())
-    return line if len(line) <= limit else line[: limit - 1] + "…"
 
 
 def _explain_connection(message: str, model: Model, where: str) -> str:
     cause = message[len(_CONNECTION) :].lstrip(":. ").strip() or "no answer"
     if not _NOT_CONNECTED.search(cause):
-        why = _one_line(cause).rstrip(".")
+        why = single_line(cause, MAX_REASON_CHARS).rstrip(".")
         return (
             f"The connection to {where} broke before the answer was complete ({why}). "
             "Run the cell again; if it keeps breaking, look at the server's log or the proxy in between."
@@ -163,7 +160,7 @@ def _status_and_reason(text: str) -> tuple[int, str] | None:
         status = code
     if rest == "status code (no body)":
         return status, ""
-    return status, _one_line(_server_words(rest))
+    return status, single_line(_server_words(rest), MAX_REASON_CHARS)
 
 
 def _json(text: str) -> Any:

@@ -18,6 +18,7 @@ from typing import Any
 
 import ipywidgets as W
 
+from .reduce import TextBlock, ThinkingBlock, ToolCard, UserItem
 from .render import (
     format_args,
     format_details,
@@ -29,7 +30,6 @@ from .render import (
     tool_head_html,
     user_html,
 )
-from .view import TextBlock, ThinkingBlock, ToolCard, UserItem
 
 __all__ = [
     "FREEZE_MIN",
@@ -116,12 +116,6 @@ def _classed(widget: W.Widget, *classes: str) -> W.Widget:
     for cls in classes:
         widget.add_class(cls)
     return widget
-
-
-def _collapsed(child: W.Widget, title: str, css_class: str) -> W.Accordion:
-    accordion = _classed(W.Accordion(children=[child], titles=(title,)), css_class)
-    accordion.selected_index = None
-    return accordion
 
 
 class MarkdownStream:

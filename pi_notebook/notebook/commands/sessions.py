@@ -1,8 +1,8 @@
 """The session subcommands of ``%pi``: sessions, resume, branch, fork, name, compact.
 
-Each takes ``(state, name, rest)`` like the other subcommands in ``commands.py``, which adds
+Each takes ``(state, name, rest)`` like the other subcommands in ``conversation.py``, which adds
 ``SESSION_SUBCOMMANDS`` to its table. They act on the conversation ``name`` (``--name``) and
-its session (``sessions.py``). A command that needs a model (``compact``,
+its session (``sessions/sessions.py``). A command that needs a model (``compact``,
 ``branch --summarize``) runs it on a private event loop in a worker thread: a line magic
 cannot await.
 """
@@ -18,13 +18,13 @@ from typing import Any, TypeVar
 
 from IPython.core.error import UsageError
 
-from ..agent import Agent
-from ..session import CompactionError, SessionError, branch_with_generated_summary
-from .config import DEFAULT_NAME, MODEL_ENV
-from .references import truncate
-from .sessions import NotebookSessions, user_turns
-from .sessions_compact import compact_now, describe, summary_request
-from .state import NotebookState
+from ...agent import Agent
+from ...session import CompactionError, SessionError, branch_with_generated_summary
+from ..config import DEFAULT_NAME, MODEL_ENV
+from ..sessions.compact import compact_now, describe, summary_request
+from ..sessions.sessions import NotebookSessions, user_turns
+from ..state import NotebookState
+from ..tools.references import single_line, truncate
 
 _T = TypeVar("_T")
 
@@ -93,7 +93,7 @@ def sessions_cmd(state: NotebookState, name: str | None, rest: str) -> None:
         info = row.info
         mark = "*" if info.path in current else " "
         label = truncate(info.name or row.conversation or "-", 18)
-        first = truncate(" ".join(info.first_message.split()), 40)
+        first = single_line(info.first_message, 40)
         print(
             f"{mark}{number:>3}  {label:<18} {first:<40} {info.message_count:>4} "
             f"{_size(info.size):>8}  {_when(info.modified)}"

@@ -1,0 +1,4 @@
+"""The notebook tools (``notebook_tools``) and what they read: ``cells`` (cell sources, the
+saved notebook), ``cell_log`` (the outputs and errors of cells as they run), ``outputs``
+(display bundles and figures as text and images), ``references`` (bounded, secret-safe
+summaries of values) and ``frames`` (pandas and numpy summaries)."""
