@@ -41,7 +41,7 @@ from .events import (
 )
 from .retry import AutoRetry
 from .settings import AgentSessionSettings
-from .tree import ForkResult, NavigateResult, fork, navigate_tree
+from .tree import FORK_BUSY, NAVIGATE_BUSY, ForkResult, NavigateResult, fork, navigate_tree
 
 __all__ = ["NO_MODEL", "PROMPT_BUSY", "AgentSession", "StreamingBehavior"]
 
@@ -439,15 +439,19 @@ class AgentSession:
         label: str | None = None,
     ) -> NavigateResult:
         """Move to another entry of this session file (``tree.navigate_tree``)."""
+        if self.is_streaming:
+            raise RuntimeError(NAVIGATE_BUSY)
         controller = self._branch_summary_abort = AbortController()
         try:
             return await navigate_tree(
-                self,
+                self.agent,
+                self.session_manager,
                 target_id,
                 summarize=summarize,
                 custom_instructions=custom_instructions,
                 replace_instructions=replace_instructions,
                 label=label,
+                reserve_tokens=self.settings.compaction.reserve_tokens,
                 controller=controller,
             )
         finally:
@@ -460,8 +464,8 @@ class AgentSession:
     def fork(self, entry_id: str, position: Literal["before", "at"] = "before") -> ForkResult:
         """Continue in a new session file holding the path up to ``entry_id`` (``tree.fork``)."""
         if self.is_streaming:
-            raise RuntimeError("Wait for the current response to finish before forking the session.")
-        return fork(self, entry_id, position)
+            raise RuntimeError(FORK_BUSY)
+        return fork(self.agent, self.session_manager, entry_id, position)
 
     def dispose(self) -> None:
         """Stop listening to the agent; the session's listeners stay registered but hear nothing."""

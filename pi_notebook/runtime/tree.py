@@ -15,26 +15,28 @@ Both give the agent the context of the new position.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
+from ..agent import Agent
+from ..agent.agent import has_model
 from ..ai.abort import AbortController
 from ..ai.types import UserMessage, content_text
 from ..session import (
     BranchSummaryEntry,
+    BranchSummaryResult,
     CustomMessageEntry,
     MessageEntry,
     SessionError,
+    SessionManager,
     SummaryRequest,
     collect_entries_for_branch_summary,
     generate_branch_summary,
 )
 
-if TYPE_CHECKING:
-    from .agent_session import AgentSession
-
 __all__ = ["ForkResult", "NavigateResult", "fork", "navigate_tree"]
 
 NAVIGATE_BUSY = "Wait for the current response to finish before navigating the session tree."
+FORK_BUSY = "Wait for the current response to finish before forking the session."
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,46 +65,41 @@ def _editable(entry: Any) -> str | None:
 
 
 async def navigate_tree(
-    session: AgentSession,
+    agent: Agent,
+    manager: SessionManager,
     target_id: str,
     *,
     summarize: bool = False,
     custom_instructions: str | None = None,
     replace_instructions: bool = False,
     label: str | None = None,
+    reserve_tokens: int = 16384,
     controller: AbortController | None = None,
 ) -> NavigateResult:
-    """See the module docstring. Raises ``RuntimeError`` while the agent streams and
+    """See the module docstring (the caller has checked that nothing streams). Raises
     ``SessionError`` for an unknown entry or a failed summary."""
-    if session.is_streaming:
-        raise RuntimeError(NAVIGATE_BUSY)
-    manager = session.session_manager
     old_leaf = manager.get_leaf_id()
     if target_id == old_leaf:
         return NavigateResult()
-    if summarize and session.model is None:
+    if summarize and not has_model(agent):
         raise RuntimeError("No model available for summarization")
     target = manager.get_entry(target_id)
     if target is None:
         raise SessionError(f"Entry {target_id} not found")
-    entries, _ = collect_entries_for_branch_summary(manager, old_leaf, target_id)
     summary = None
-    if summarize and entries:
-        state = session.agent.state
-        request = SummaryRequest(
-            model=state.model,
-            stream_fn=session.agent.stream_fn,
-            signal=(controller or AbortController()).signal,
-            thinking_level=None,
+    if summarize:
+        summary = await _summary(
+            agent,
+            manager,
+            old_leaf,
+            target_id,
+            instructions=custom_instructions,
+            replace_instructions=replace_instructions,
+            reserve_tokens=reserve_tokens,
+            controller=controller or AbortController(),
         )
-        reserve = session.settings.compaction.reserve_tokens
-        summary = await generate_branch_summary(
-            entries, request, reserve, custom_instructions, replace_instructions
-        )
-        if summary.aborted:
+        if summary is not None and summary.aborted:
             return NavigateResult(cancelled=True, aborted=True)
-        if summary.error:
-            raise SessionError(summary.error)
     editor_text = _editable(target)
     new_leaf = target.parent_id if editor_text is not None else target_id
     summary_entry = None
@@ -113,22 +110,45 @@ async def navigate_tree(
         )
         found = manager.get_entry(summary_id)
         summary_entry = found if isinstance(found, BranchSummaryEntry) else None
-        if label:
-            manager.append_label_change(summary_id, label)
     elif new_leaf is None:
         manager.reset_leaf()
     else:
         manager.branch(new_leaf)
-    if label and summary_entry is None:
-        manager.append_label_change(target_id, label)
-    session.agent.state.messages = manager.build_session_context().messages
+    if label:  # the summary carries the label when there is one, else the target does
+        manager.append_label_change(summary_entry.id if summary_entry is not None else target_id, label)
+    agent.state.messages = manager.build_session_context().messages
     return NavigateResult(editor_text=editor_text, summary_entry=summary_entry)
 
 
-def fork(session: AgentSession, entry_id: str, position: Literal["before", "at"] = "before") -> ForkResult:
+async def _summary(
+    agent: Agent,
+    manager: SessionManager,
+    old_leaf: str | None,
+    target_id: str,
+    *,
+    instructions: str | None,
+    replace_instructions: bool,
+    reserve_tokens: int,
+    controller: AbortController,
+) -> BranchSummaryResult | None:
+    """The summary of the branch being left (``None`` when nothing is left behind)."""
+    entries, _ = collect_entries_for_branch_summary(manager, old_leaf, target_id)
+    if not entries:
+        return None
+    request = SummaryRequest(model=agent.state.model, stream_fn=agent.stream_fn, signal=controller.signal)
+    result = await generate_branch_summary(
+        entries, request, reserve_tokens, instructions, replace_instructions
+    )
+    if result.error and not result.aborted:
+        raise SessionError(result.error)
+    return result
+
+
+def fork(
+    agent: Agent, manager: SessionManager, entry_id: str, position: Literal["before", "at"] = "before"
+) -> ForkResult:
     """See the module docstring. ``position="before"`` (Pi's default) forks before a user
     message and hands its text back; ``"at"`` keeps the entry itself."""
-    manager = session.session_manager
     selected = manager.get_entry(entry_id)
     if selected is None:
         raise SessionError("Invalid entry ID for forking")
@@ -144,5 +164,5 @@ def fork(session: AgentSession, entry_id: str, position: Literal["before", "at"]
         manager.new_session(parent_session=previous)
     else:
         manager.create_branched_session(leaf)
-    session.agent.state.messages = manager.build_session_context().messages
+    agent.state.messages = manager.build_session_context().messages
     return ForkResult(selected_text=text, session_file=manager.session_file)
