@@ -18,6 +18,7 @@ as ``AgentRunOptions`` (``prompt(..., run=...)``), for the retried calls of that
 from __future__ import annotations
 
 import asyncio
+import inspect
 import os
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
@@ -89,9 +90,15 @@ class AgentSession:
             session_manager,
             lambda: self.settings.compaction,
             self._emit,
-            lambda: None if self._run is None else self._run.timeout_ms,
+            self._summary_timeout_ms,
         )
         self._unsubscribe_agent = agent.subscribe(self._handle_agent_event)
+
+    def _summary_timeout_ms(self) -> int | None:
+        run = self._run
+        if run is not None and run.timeout_ms is not None:
+            return run.timeout_ms
+        return self.settings.summary_timeout_ms
 
     @classmethod
     def create(
@@ -191,6 +198,11 @@ class AgentSession:
         """Call ``listener(event)`` for every event, or only for those whose ``type`` is in
         ``types`` (a view that draws tokens asks for ``message_update``; a logger that does not
         asks for the rest, and no streamed token reaches it). Returns the unsubscribe function."""
+        if inspect.iscoroutinefunction(listener):
+            raise TypeError(
+                "AgentSession calls its listeners synchronously, as Pi's does, so an async def "
+                "listener would never run: subscribe a plain function (it may schedule a task)"
+            )
         entry = (listener, None if types is None else frozenset(types))
         self._listeners.append(entry)
         self._by_type = {}
@@ -270,27 +282,38 @@ class AgentSession:
         if self.is_streaming:
             if streaming_behavior is None:
                 raise RuntimeError(PROMPT_BUSY)
-            message_text = text if isinstance(text, str) else content_text(text.content, "")
-            if streaming_behavior == "follow_up":
-                self._queue(self._follow_ups, message_text, images, self.agent.follow_up)
-            else:
-                self._queue(self._steering, message_text, images, self.agent.steer)
+            self.queue(
+                text if isinstance(text, str) else content_text(text.content, ""), streaming_behavior, images
+            )
             return
         if self.model is None:
             raise RuntimeError(NO_MODEL)
         last = self._last_assistant_in_state()
         if last is not None:  # an aborted answer counts here: the new prompt is the "retry"
-            await self._compactor.check(last, skip_aborted=False)
+            self._run = run  # its summary request gets this prompt's timeout
+            try:
+                await self._compactor.check(last, skip_aborted=False)
+            finally:
+                self._run = None
         message = text if isinstance(text, UserMessage) else _user_message(text, images)
         await self._run_agent(message, run)
 
     async def steer(self, text: str, images: Sequence[ImageContent] | None = None) -> None:
         """Queue a message for after the current turn's tool calls (before the next model call)."""
-        self._queue(self._steering, text, images, self.agent.steer)
+        self.queue(text, "steer", images)
 
     async def follow_up(self, text: str, images: Sequence[ImageContent] | None = None) -> None:
         """Queue a message for when the agent has nothing else to do."""
-        self._queue(self._follow_ups, text, images, self.agent.follow_up)
+        self.queue(text, "follow_up", images)
+
+    def queue(
+        self, text: str, behavior: StreamingBehavior, images: Sequence[ImageContent] | None = None
+    ) -> None:
+        """``steer`` / ``follow_up`` for callbacks that cannot await (a Send button)."""
+        if behavior == "follow_up":
+            self._queue(self._follow_ups, text, images, self.agent.follow_up)
+        else:
+            self._queue(self._steering, text, images, self.agent.steer)
 
     def _queue(
         self,
@@ -452,6 +475,7 @@ class AgentSession:
                 replace_instructions=replace_instructions,
                 label=label,
                 reserve_tokens=self.settings.compaction.reserve_tokens,
+                timeout_ms=self._summary_timeout_ms(),
                 controller=controller,
             )
         finally:

@@ -157,9 +157,6 @@ class SessionInfoChangedEvent(_SessionEvent):
     name: str | None
     type: Literal["session_info_changed"] = "session_info_changed"
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"type": self.type, "name": self.name}
-
 
 @dataclass(slots=True)
 class ThinkingLevelChangedEvent(_SessionEvent):

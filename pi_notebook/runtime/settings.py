@@ -33,6 +33,9 @@ class RetrySettings:
 class AgentSessionSettings:
     retry: RetrySettings = field(default_factory=RetrySettings)
     compaction: CompactionSettings = field(default_factory=CompactionSettings)
+    summary_timeout_ms: int | None = None
+    """The idle timeout of a summarizing request (compaction, branch summaries) outside a run;
+    inside one, the run's own ``timeout_ms`` applies. ``None``: the provider default."""
     default_thinking_level: str = "medium"
     """Where a switch from a model without reasoning to one with it starts (Pi's
     ``defaultThinkingLevel``); a level set on a reasoning model becomes the new default."""

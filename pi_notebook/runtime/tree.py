@@ -74,6 +74,7 @@ async def navigate_tree(
     replace_instructions: bool = False,
     label: str | None = None,
     reserve_tokens: int = 16384,
+    timeout_ms: int | None = None,
     controller: AbortController | None = None,
 ) -> NavigateResult:
     """See the module docstring (the caller has checked that nothing streams). Raises
@@ -96,6 +97,7 @@ async def navigate_tree(
             instructions=custom_instructions,
             replace_instructions=replace_instructions,
             reserve_tokens=reserve_tokens,
+            timeout_ms=timeout_ms,
             controller=controller or AbortController(),
         )
         if summary is not None and summary.aborted:
@@ -129,13 +131,16 @@ async def _summary(
     instructions: str | None,
     replace_instructions: bool,
     reserve_tokens: int,
+    timeout_ms: int | None,
     controller: AbortController,
 ) -> BranchSummaryResult | None:
     """The summary of the branch being left (``None`` when nothing is left behind)."""
     entries, _ = collect_entries_for_branch_summary(manager, old_leaf, target_id)
     if not entries:
         return None
-    request = SummaryRequest(model=agent.state.model, stream_fn=agent.stream_fn, signal=controller.signal)
+    request = SummaryRequest(
+        model=agent.state.model, stream_fn=agent.stream_fn, signal=controller.signal, timeout_ms=timeout_ms
+    )
     result = await generate_branch_summary(
         entries, request, reserve_tokens, instructions, replace_instructions
     )
