@@ -7,7 +7,8 @@ policy is chosen, and the MCP servers of the kernel (one ``McpManager``, created
 use: ``%pi mcp``, ``c.PiMagics.mcp_config``). It is also the place where a recorder of the
 conversations plugs in: an observer added with ``observe`` hears when a conversation is
 created or reset, when a run starts and ends, and every message appended to a conversation (a
-``message_end`` event, whether the run came from ``%%pi`` or from Python code awaiting the ``Agent``).
+``message_end`` event, whether the run came from ``%%pi`` or from Python code awaiting the
+``Agent``), as the conversation's ``AgentSession`` (``sessions/sessions.py``) tells it.
 
 ``%load_ext`` creates the state, so creating it is cheap: the agent layer, the notebook tools,
 the session recorder and the approval machinery load when first used (the imports inside the
@@ -27,7 +28,6 @@ from .tools.cell_log import CellErrorLog
 if TYPE_CHECKING:
     from ..agent import Agent
     from ..agent.types import AgentTool
-    from ..ai.abort import AbortSignal
     from ..ai.types import UserMessage
     from ..mcp import McpManager
     from .result import PiResult
@@ -56,8 +56,6 @@ class NotebookState:
         self._thinking_told: set[tuple[str, str, str]] = set()
         self._mcp: McpManager | None = None
         self._mcp_config_loaded = ""
-        # every MCP tool handed to a run, by id (tools are not hashable); held, so ids stay unique
-        self._mcp_tools: dict[int, AgentTool] = {}
 
     @property
     def tools(self) -> NotebookTools:
@@ -76,7 +74,9 @@ class NotebookState:
         if self._sessions is None:
             from .sessions.sessions import NotebookSessions
 
-            self._sessions = NotebookSessions(self.shell, lambda: self.config)
+            self._sessions = NotebookSessions(
+                self.shell, lambda: self.config, self.conversation, self._message_ended
+            )
             self.observers.insert(0, self._sessions)
         return self._sessions
 
@@ -141,19 +141,16 @@ class NotebookState:
         if defaults.model:
             state["model"] = resolve_model(defaults.model)
         agent = Agent(stream_fn=stream_simple, initial_state=state)
-        agent.subscribe(self._message_listener(name, agent))
         self.conversations[name] = agent
         for observer in self.observers:
             observer.conversation_created(name, agent)
         return agent
 
-    def _message_listener(self, name: str, agent: Agent) -> Callable[[Any, AbortSignal], None]:
-        def on_event(event: Any, signal: AbortSignal) -> None:
-            if self.observers and event.type == "message_end":  # runs for every streamed token
-                for observer in self.observers:
-                    observer.message_appended(name, agent, event.message)
-
-        return on_event
+    def _message_ended(self, name: str, agent: Agent, message: Any) -> None:
+        """Every message a conversation ends, told by its ``AgentSession`` (which hears nothing
+        else from here: no streamed token reaches the observers)."""
+        for observer in self.observers:
+            observer.message_appended(name, agent, message)
 
     # --- runs -----------------------------------------------------------------------------------
 
@@ -195,7 +192,8 @@ class NotebookState:
     ) -> ApprovalSetup:
         """The policy in force for a run in ``mode`` and the notice that explains it (naming the
         ``gated`` tools; default: the state-changing notebook tools)."""
-        from .run.approval import STATE_CHANGING_TOOLS, resolve_policy
+        from .run.approval import resolve_policy
+        from .tools.notebook_tools import STATE_CHANGING_TOOLS
 
         if gated is None:
             gated = STATE_CHANGING_TOOLS
@@ -255,13 +253,7 @@ class NotebookState:
             import asyncio  # a kernel has it loaded; a bare shell need not load it at %load_ext
 
             await asyncio.gather(*pending, return_exceptions=True)
-        tools: list[AgentTool] = list(manager.tools())
-        self._mcp_tools.update((id(tool), tool) for tool in tools)
-        return tools
-
-    def is_mcp_tool(self, tool: AgentTool) -> bool:
-        """A tool this state added to a run from its MCP servers (replaced on every run)."""
-        return self._mcp_tools.get(id(tool)) is tool
+        return list(manager.tools())
 
     def close_mcp(self) -> None:
         """Stop every MCP server of this kernel (their processes too)."""

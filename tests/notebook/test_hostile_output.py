@@ -33,7 +33,7 @@ from kernel_driver import Kernel, Watch
 from loopback import LoopbackServer, serving
 from view_events import Run
 
-from pi_notebook.notebook.view.reduce import ViewState, reduce, set_notice
+from pi_notebook.notebook.view.reduce import ViewState, add_notice, reduce
 from pi_notebook.notebook.view.render import (
     PLAIN_NOTE,
     frontend_markdown,
@@ -101,7 +101,7 @@ def hostile_state(beacon: str) -> ViewState:
     for event in run.events:
         reduce(state, event)
     state.error_message = text
-    set_notice(state, text)
+    add_notice(state, text)
     return state
 
 

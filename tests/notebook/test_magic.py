@@ -393,7 +393,7 @@ def test_user_hooks_run_first_and_are_restored(ip: Any, faux: FauxRegistration) 
     assert agent.should_stop_after_turn is None
 
 
-def test_user_tools_stay_next_to_the_notebook_tools(ip: Any, faux: FauxRegistration) -> None:
+def test_user_tools_join_the_run_but_stay_alone_on_the_agent(ip: Any, faux: FauxRegistration) -> None:
     @tool
     def shout(text: str) -> str:
         """Upper-case the text."""
@@ -406,7 +406,7 @@ def test_user_tools_stay_next_to_the_notebook_tools(ip: Any, faux: FauxRegistrat
     pi(ip, f"{MODEL} --tools read_cells", "shout")
     assert [t.name for t in rec.contexts[-1].tools] == ["shout", "read_cells"]
     assert rec.texts()[-1] == "HEY"
-    assert [t.name for t in agent.state.tools] == ["shout", "read_cells"]
+    assert [t.name for t in agent.state.tools] == ["shout"]  # the run's tools are the run's only
 
 
 # --- %pi -----------------------------------------------------------------------------------------

@@ -14,7 +14,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 from hostile import Tags, assert_inert
 from view_events import Run, tool_run
 
-from pi_notebook.notebook.view.reduce import Footer, ToolCard, ViewState, mark_queued, reduce, set_notice
+from pi_notebook.notebook.view.reduce import Footer, ToolCard, ViewState, add_notice, mark_queued, reduce
 from pi_notebook.notebook.view.render import (
     MATH,
     MAX_SHOWN,
@@ -68,7 +68,7 @@ def state_of(run: Run, prompt: str = PROMPT) -> ViewState:
 
 def test_render_text_is_complete_and_exact() -> None:
     state = state_of(tool_run())
-    set_notice(state, "Approvals follow --approve deny.")
+    add_notice(state, "Approvals follow --approve deny.")
     assert render_text(state) == EXPECTED_TEXT
 
 
@@ -153,7 +153,7 @@ def hostile_state() -> ViewState:
     state = state_of(run, HOSTILE)
     state.error_message = "error " + HOSTILE
     state.footer.model = HOSTILE
-    set_notice(state, "notice " + HOSTILE)
+    add_notice(state, "notice " + HOSTILE)
     return state
 
 
@@ -303,7 +303,7 @@ def test_render_html_is_inert_for_any_text(text: str) -> None:
     for event in run.events:
         reduce(state, event)
     state.error_message = text
-    set_notice(state, text)
+    add_notice(state, text)
     assert_inert(render_html(state))
 
 

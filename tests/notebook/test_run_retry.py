@@ -27,9 +27,10 @@ from pi_notebook.ai.local_probe import clear_probe_cache
 from pi_notebook.ai.models import unregister_models
 from pi_notebook.notebook.config import NO_TIMEOUT_MS
 from pi_notebook.notebook.run import runner
-from pi_notebook.notebook.run.retry import RetrySettings, RunRetry, requested_delay
-from pi_notebook.notebook.view import run_view
+from pi_notebook.notebook.view import notices as view_notices
 from pi_notebook.notebook.view.run_view import StaticView
+from pi_notebook.runtime import AgentSession, AgentSessionSettings, RetrySettings
+from pi_notebook.session import SessionManager
 
 LOCAL = "--model llama.cpp:tiny --tools none"
 BUSY = {"error": {"message": "Service Unavailable: the model is loading", "type": "server_error"}}
@@ -86,15 +87,16 @@ def chat_requests(server: LoopbackServer) -> list[Any]:
 
 @pytest.fixture
 def notices(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """Every notice the run's view was given, in order (the live view draws each one)."""
+    """Every notice line the session's retry events gave the view, in order (the live view
+    draws each one)."""
     seen: list[str] = []
-    original = StaticView.set_notice
+    original = view_notices.add_notice
 
-    def record(self: StaticView, text: str) -> None:
+    def record(state: Any, text: str, key: str | None = None) -> Any:
         seen.append(text)
-        original(self, text)
+        return original(state, text, key)
 
-    monkeypatch.setattr(run_view.StaticView, "set_notice", record)
+    monkeypatch.setattr(view_notices, "add_notice", record)
     return seen
 
 
@@ -154,8 +156,10 @@ def test_retries_0_turns_retrying_off(ip: Any, server: LoopbackServer) -> None:
 
 
 def test_a_server_asking_for_a_long_wait_is_not_retried(ip: Any, server: LoopbackServer) -> None:
+    """The wait comes from the server's ``Retry-After`` header (read as data, not from the
+    error text): ten minutes is a limit, not a hiccup."""
     configure(ip)
-    server.queue(json_reply(429, {"error": {"message": "Rate limit reached. Please try again in 600s."}}))
+    server.queue(json_reply(429, {"error": {"message": "Rate limit reached."}}, {"retry-after": "600"}))
     _, captured = pi(ip, LOCAL, "hello?")
     assert ip.user_ns["_pi"].stop_reason == "error"
     assert "Retry" not in plain(captured)
@@ -320,24 +324,26 @@ def test_stop_during_the_wait_ends_the_run_as_aborted_at_once(
     assert faux.state.call_count == 1
 
 
-# --- RunRetry on its own ----------------------------------------------------------------------------
+# --- the session's retry and the view, without a shell --------------------------------------------
+
+
+def retrying(faux: FauxRegistration, view: Any) -> tuple[AgentSession, asyncio.Event]:
+    """An ``AgentSession`` that waits 30 s before each retry, drawn into ``view``, and an event
+    set when the first wait begins."""
+    agent = Agent(initial_state={"model": faux.get_model()})
+    settings = AgentSessionSettings(retry=RetrySettings(base_delay_ms=30_000))
+    session = AgentSession(agent, SessionManager.in_memory(), settings=settings)
+    session.subscribe(view.handle)
+    waiting = asyncio.Event()
+    session.subscribe(lambda event: waiting.set(), {"auto_retry_start"})
+    return session, waiting
 
 
 async def test_an_interrupt_during_the_wait_ends_the_view_as_aborted(faux: FauxRegistration) -> None:
-    agent = Agent(initial_state={"model": faux.get_model()})
     faux.set_responses([failure(), "never"])
-    waiting = asyncio.Event()
-
-    class View(StaticView):
-        def set_notice(self, text: str) -> None:
-            super().set_notice(text)
-            if text.startswith("Retrying"):
-                waiting.set()
-
-    view = View("q", None)
-    agent.subscribe(lambda event, signal: view.handle(event))
-    retry = RunRetry(agent, RetrySettings(3, 30.0), view, [])
-    task = asyncio.ensure_future(retry.run(lambda: agent.prompt("q")))
+    view = StaticView("q")
+    session, waiting = retrying(faux, view)
+    task = asyncio.ensure_future(session.prompt("q"))
     await asyncio.wait_for(waiting.wait(), 5)
     task.cancel()  # what a kernel interrupt does to the cell
     with pytest.raises(asyncio.CancelledError):
@@ -345,23 +351,6 @@ async def test_an_interrupt_during_the_wait_ends_the_view_as_aborted(faux: FauxR
     assert view.state.stop_reason == "aborted"
     assert view.state.finished
     assert view.state.notice == "Retry 1 of 3 cancelled after: 503 Service Unavailable"
-
-
-@pytest.mark.parametrize(
-    ("text", "seconds"),
-    [
-        ("Server requested 30s retry delay (max: 10s). 429 slow down", 30.0),
-        ("429 Rate limit reached. Please try again in 20s.", 20.0),
-        ("429 Please retry in 26.2s.", 26.2),
-        ('429 {"retryDelay": "7s"}', 7.0),
-        ("429 rate limited, retry after 500ms", 0.5),
-        ("429 Too many requests. Try again in 5 minutes.", 300.0),
-        ("429 rate limited; Retry-After: 2 seconds", 2.0),
-        ("503 Service Unavailable", None),
-    ],
-)
-def test_the_servers_requested_delay_is_read_from_the_error(text: str, seconds: float | None) -> None:
-    assert requested_delay(text) == seconds
 
 
 def test_retries_must_not_be_negative(ip: Any) -> None:
@@ -373,26 +362,13 @@ def test_retries_must_not_be_negative(ip: Any) -> None:
 async def test_the_live_view_shows_the_wait_and_its_stop_button_ends_it(faux: FauxRegistration) -> None:
     from pi_notebook.notebook.view.live import LiveView, ViewControls
 
-    agent = Agent(initial_state={"model": faux.get_model()})
     faux.set_responses([failure("529 overloaded_error: Overloaded\nmore detail"), "never"])
-    waiting = asyncio.Event()
-    retry: RunRetry | None = None
-
-    class View(LiveView):
-        def set_notice(self, text: str) -> None:
-            super().set_notice(text)
-            if text.startswith("Retrying"):
-                waiting.set()
-
-    def stop() -> None:
-        if retry is not None:
-            retry.cancel()
-
-    controls = ViewControls(on_stop=stop, on_steer=print, on_follow_up=print)
-    view = View("q", controls=controls)
-    agent.subscribe(lambda event, signal: view.handle(event))
-    retry = RunRetry(agent, RetrySettings(3, 30.0), view, [])
-    task = asyncio.ensure_future(retry.run(lambda: agent.prompt("q")))
+    sessions: list[AgentSession] = []
+    controls = ViewControls(on_stop=lambda: sessions[0].interrupt(), on_steer=print, on_follow_up=print)
+    view = LiveView("q", controls=controls)
+    session, waiting = retrying(faux, view)
+    sessions.append(session)
+    task = asyncio.ensure_future(session.prompt("q"))
     await asyncio.wait_for(waiting.wait(), 5)
     assert "Retrying in 30 s, 1 of 3: 529 overloaded_error: Overloaded<" in view._notice.value
     assert "more detail" not in view._notice.value  # the error's first line only

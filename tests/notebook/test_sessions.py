@@ -51,7 +51,7 @@ def sdir(ip: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[P
     for name in ("PI_NOTEBOOK_RECORD", "PI_NOTEBOOK_REPLAY", "JPY_SESSION_NAME"):
         monkeypatch.delenv(name, raising=False)
     sessions = state_for(ip).sessions
-    sessions.tracked.clear()
+    sessions.forget()
     sessions.replay_cursors.clear()
     try:
         yield directory
@@ -59,7 +59,7 @@ def sdir(ip: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[P
         magics = ip.magics_manager.registry["PiMagics"]
         for trait in SESSION_TRAITS:
             setattr(magics, trait, magics.trait_defaults(trait))
-        sessions.tracked.clear()
+        sessions.forget()
         sessions.replay_cursors.clear()
 
 
@@ -203,7 +203,7 @@ def test_secrets_never_reach_the_file(
 def restart(ip: Any) -> None:
     """What a kernel restart leaves: no conversations, nothing tracked (the files stay)."""
     conversations.clear()
-    state_for(ip).sessions.tracked.clear()
+    state_for(ip).sessions.forget()
     state_for(ip).sessions.replay_cursors.clear()
 
 
@@ -560,22 +560,3 @@ def test_branch_with_a_summary_of_the_branch_left_behind(ip: Any, faux: FauxRegi
     [path] = files(sdir)
     [summary] = [r for r in rows(path) if r["type"] == "branch_summary"]
     assert summary["summary"].endswith("We tried the second idea.")
-
-
-def test_an_overflow_retry_is_forgotten_after_a_good_answer_or_a_new_user_message() -> None:
-    from pi_notebook.agent import Agent
-    from pi_notebook.agent.types import MessageEndEvent, MessageStartEvent
-    from pi_notebook.ai.types import UserMessage
-    from pi_notebook.notebook.config import PiConfig
-    from pi_notebook.notebook.sessions.compact import AutoCompactor
-
-    compactor = AutoCompactor(SessionManager.in_memory(), Agent(), PiConfig())
-    compactor.overflow_retried = True
-    failed = faux_assistant_message([], stop_reason="error", error_message="prompt is too long")
-    compactor.saw(MessageEndEvent(message=failed))
-    assert compactor.overflow_retried  # another failure does not reset it (Pi)
-    compactor.saw(MessageEndEvent(message=faux_assistant_message("fine")))
-    assert not compactor.overflow_retried
-    compactor.overflow_retried = True
-    compactor.saw(MessageStartEvent(message=UserMessage(content="steer")))
-    assert not compactor.overflow_retried

@@ -36,11 +36,11 @@ from pi_notebook.notebook.view.reduce import (
     ToolCard,
     UserItem,
     ViewState,
+    add_notice,
     mark_approval,
     mark_queued,
     reduce,
     set_elapsed,
-    set_notice,
 )
 from pi_notebook.notebook.view.render import activity
 
@@ -412,7 +412,7 @@ def test_pending_approval_at_agent_end_becomes_denied() -> None:
 
 def test_notice_and_unknown_events_and_stray_deltas() -> None:
     state = ViewState(prompt="p")
-    set_notice(state, "Approvals were auto-denied (headless run).")
+    add_notice(state, "Approvals were auto-denied (headless run).")
     assert state.notice == "Approvals were auto-denied (headless run)."
 
     class Future:

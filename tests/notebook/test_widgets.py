@@ -217,7 +217,7 @@ def test_not_interactive_hides_controls_and_says_why() -> None:
     assert buttons(no_controls) == {}
     assert no_controls.state.notice == NOTICE_NO_CONTROLS
 
-    custom = LiveView("q", interactive=False, notice="ipykernel 6.17 cannot handle clicks during a cell.")
+    custom = LiveView("q", interactive=False, notices=["ipykernel 6.17 cannot handle clicks during a cell."])
     assert custom.state.notice == "ipykernel 6.17 cannot handle clicks during a cell."
 
 
@@ -487,7 +487,7 @@ def test_handle_never_raises_and_reports_the_failure() -> None:
         assistant_message_event = None  # no ``type``: the reducer fails on it
 
     view.handle(Broken())  # type: ignore[arg-type]
-    assert view.state.notice.startswith("The live view failed to draw (AttributeError")
+    assert view.state.notices[-1].text.startswith("The live view failed to draw (AttributeError")
 
 
 # --- with the real agent loop and the faux provider ------------------------------------------------

@@ -20,7 +20,7 @@ from ..kernel.compat import can_await
 from ..options import model_option
 from ..result import sum_usage
 from ..run.approval import RunMode
-from ..run.retry import RetrySettings, silent_server_bound
+from ..run.requests import silent_server_bound
 from ..state import NotebookState
 from ..tools.notebook_tools import is_notebook_tool, parse_tools_spec
 from ..tools.references import single_line
@@ -142,7 +142,7 @@ def _status_cmd(state: NotebookState, name: str | None, rest: str) -> None:
 
 def timeout_line(config: PiConfig) -> str:
     """The request timeout a ``%%pi`` cell gets and what it adds up to with the retries."""
-    bound = silent_server_bound(config.timeout, RetrySettings(config.retries, config.retry_base_delay))
+    bound = silent_server_bound(config.timeout, config.retries, config.retry_base_delay)
     if bound is None:
         return "none (a server that never answers is waited on until Stop or an interrupt)"
     attempts = config.retries + 1
@@ -231,7 +231,7 @@ def _tools_cmd(state: NotebookState, name: str | None, rest: str) -> None:
             raise UsageError(str(exc)) from None
     enabled = parse_tools_spec(state.config.tools)
     tools = conversation(state, name).state.tools
-    extra = [t.name for t in tools if not is_notebook_tool(t) and not state.is_mcp_tool(t)]
+    extra = [t.name for t in tools if not is_notebook_tool(t)]
     print(f"notebook tools: {', '.join(enabled) or 'none'}")
     if extra:
         print(f"other tools on the agent: {', '.join(extra)}")

@@ -19,12 +19,12 @@ from typing import Any, TypeVar
 from IPython.core.error import UsageError
 
 from ...agent import Agent
-from ...session import CompactionError, SessionError, branch_with_generated_summary
+from ...session import CompactionError, SessionError
 from ..config import DEFAULT_NAME, MODEL_ENV
-from ..sessions.compact import compact_now, describe, summary_request
 from ..sessions.sessions import NotebookSessions, user_turns
 from ..state import NotebookState
 from ..tools.references import single_line, truncate
+from ..view.notices import compaction_text
 
 _T = TypeVar("_T")
 
@@ -145,22 +145,18 @@ def branch_cmd(state: NotebookState, name: str | None, rest: str) -> None:
     sessions = state.sessions
     key = name or DEFAULT_NAME
     agent = _agent(state, name)
-    manager = sessions.get(key).manager
-    turns = user_turns(manager)
+    session = sessions.session(key)
+    turns = user_turns(session.session_manager)
     if number > len(turns):
         raise UsageError(f"there are {len(turns)} user turns; %pi history numbers them")
     if number == len(turns):
         print(f"conversation {key!r} is already at turn {number}")
         return
     target = turns[number]  # the turn after N: the branch leaves just before it
-    if summarize:
-        request = summary_request(agent, timeout=state.config.timeout)
-        run_coroutine(lambda: branch_with_generated_summary(manager, target.id, request))
-    elif target.parent_id is None:
-        manager.reset_leaf()
-    else:
-        manager.branch(target.parent_id)
-    sessions.adopt(key, agent, manager)
+    try:  # choosing a user message moves to its parent, as Pi's tree navigation does
+        run_coroutine(lambda: session.navigate_tree(target.id, summarize=summarize))
+    except SessionError as exc:
+        raise UsageError(f"branch: {exc}") from None
     kept = "the start" if number == 0 else f"turn {number}"
     print(
         f"conversation {key!r} continues after {kept} ({len(agent.state.messages)} messages); "
@@ -172,12 +168,12 @@ def fork_cmd(state: NotebookState, name: str | None, rest: str) -> None:
     sessions = state.sessions
     key = name or DEFAULT_NAME
     _agent(state, name)
-    tracked = sessions.get(key)
-    old = tracked.manager.session_file
-    leaf = tracked.manager.get_leaf_id()
+    session = sessions.session(key)
+    old = session.session_file
+    leaf = session.session_manager.get_leaf_id()
     if leaf is None:
         raise UsageError("nothing to fork yet: the conversation is empty")
-    path = tracked.manager.create_branched_session(leaf)
+    path = session.fork(leaf, position="at").session_file
     if path is None:
         print(f"conversation {key!r} forked (in memory: recording is off)")
         return
@@ -189,22 +185,25 @@ def fork_cmd(state: NotebookState, name: str | None, rest: str) -> None:
 def name_cmd(state: NotebookState, name: str | None, rest: str) -> None:
     sessions = state.sessions
     key = name or DEFAULT_NAME
-    manager = sessions.get(key).manager
+    session = sessions.session(key)
     if rest:
-        manager.append_session_info(rest)
-    print(manager.get_session_name() or "(no name; %pi name TEXT sets one)")
+        session.set_session_name(rest)
+    print(session.session_name or "(no name; %pi name TEXT sets one)")
 
 
 def compact_cmd(state: NotebookState, name: str | None, rest: str) -> None:
     sessions = state.sessions
     key = name or DEFAULT_NAME
     agent = _agent(state, name)
-    manager = sessions.get(key).manager
+    session = sessions.session(key)
     try:
-        entry = run_coroutine(lambda: compact_now(manager, agent, state.config, rest or None))
+        result = run_coroutine(lambda: session.compact(rest or None))
     except CompactionError as exc:
         raise UsageError(f"compact: {exc}") from None
-    print(describe(entry) + f" {len(agent.state.messages)} messages in the context now.")
+    print(
+        compaction_text("manual", result.tokens_before)
+        + f" {len(agent.state.messages)} messages in the context now."
+    )
 
 
 SESSION_SUBCOMMANDS: dict[str, Callable[[NotebookState, str | None, str], None]] = {

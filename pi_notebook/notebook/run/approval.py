@@ -47,11 +47,7 @@ from ...ai.abort import AbortSignal
 from ...ai.types import ToolCall
 from ..config import POLICIES, Policy
 from ..kernel.compat import execute_request_content, get_kernel, inactive_controls_reason, widgets_available
-from ..tools.notebook_tools import WRITE_TOOLS
-
-STATE_CHANGING_TOOLS: frozenset[str] = frozenset(WRITE_TOOLS)
-"""The notebook tools the policy gates (declared with ``changes_state=True`` in
-``tools/notebook_tools.py``)."""
+from ..tools.notebook_tools import STATE_CHANGING_TOOLS
 
 HEADLESS_ENV = "PI_NOTEBOOK_HEADLESS"
 _TRUE = frozenset({"1", "true", "yes", "on"})

@@ -31,6 +31,7 @@ from types import SimpleNamespace
 from typing import Any
 
 from ...ai.env import env_var_names
+from ...ai.failures import RequestFailure
 from ...ai.http import TIMED_OUT
 from ...ai.models import LOCAL_SERVERS
 from ...ai.overflow import is_context_overflow
@@ -70,9 +71,20 @@ OVERFLOW_ADVICE = (
 )
 
 
-def explain_error(message: str | None, model: Model) -> str | None:
+def _kind(message: str, failure: RequestFailure | None) -> str | None:
+    """What failed: the provider's record when the message has one, else what its text says
+    (a message read back from a session file has no record)."""
+    if failure is not None:
+        return failure.kind
+    if message.startswith(TIMED_OUT):
+        return "timeout"
+    return "connect" if message.startswith(_CONNECTION) else None
+
+
+def explain_error(message: str | None, model: Model, failure: RequestFailure | None = None) -> str | None:
     """A clearer one-line version of a run's error for the user, or ``None`` to show it as is
-    (also for the faux provider, whose errors are scripted text, not a server's)."""
+    (also for the faux provider, whose errors are scripted text, not a server's). ``failure``
+    is the failed message's record (``AssistantMessage.failure``): kind and status come from it."""
     if not message or model.api.startswith(FAUX_API):
         return None
     if _UNPARSED_TOOL_CALL in message and model.provider in LOCAL_SERVERS:
@@ -81,12 +93,14 @@ def explain_error(message: str | None, model: Model) -> str | None:
             "Run the cell again, pass --tools none, or use a model that calls tools reliably."
         )
     where = model.base_url or f"the {model.provider} API"
-    if message.startswith(TIMED_OUT):
+    kind = _kind(message, failure)
+    if kind == "timeout" and message.startswith(TIMED_OUT):
         return _explain_timeout(message, model, where)
-    if message.startswith(_CONNECTION):
+    if kind == "connect" and message.startswith(_CONNECTION):
         return _explain_connection(message, model, where)
     overflow = is_context_overflow(SimpleNamespace(stop_reason="error", error_message=message))
-    http = _explain_http(message, model, where, overflow)
+    status = failure.status if failure is not None and failure.kind == "http" else None
+    http = _explain_http(message, model, where, overflow, status)
     if http is not None:
         return http
     said = single_line(message, MAX_REASON_CHARS).rstrip(".")
@@ -131,15 +145,19 @@ def _explain_timeout(message: str, model: Model, where: str) -> str:
     return f"{text} {busy} Run the cell again, or allow longer with %%pi --timeout SECONDS (0: no limit)."
 
 
-def _explain_http(message: str, model: Model, where: str, overflow: bool) -> str | None:
+def _explain_http(
+    message: str, model: Model, where: str, overflow: bool, known_status: int | None = None
+) -> str | None:
     """``HTTP 503 from <where>: <the server's message>. <what to do>``, or ``None`` when the
-    message is not an HTTP error."""
+    message is not an HTTP error. ``known_status``: the status the provider recorded (the text
+    is then read only for the server's own words)."""
     note_match = _RETRY_NOTE.match(message)
     note = note_match.group(1) if note_match else ""
     found = _status_and_reason(message[len(note) :])
-    if found is None:
+    if found is None and known_status is None:
         return None
-    status, reason = found
+    status, reason = found if found is not None else (0, "")
+    status = known_status if known_status is not None else status
     said = f": {reason.rstrip('.')}" if reason else ""
     advice = OVERFLOW_ADVICE if overflow else _advice(status, reason, model)
     return f"{note}HTTP {status} from {where}{said}. {advice}"

@@ -2,8 +2,8 @@
 ``--timeout``, ``--seed`` where the model's API has one, and a local server's real context
 window.
 
-All are set for one run and removed after it: the conversation's ``Agent`` keeps the
-user's own ``stream_fn`` and ``on_payload``, which still run (ours wrap them).
+They reach the agent as ``AgentRunOptions`` for that run only (``run_options``): the
+conversation's ``Agent`` is never changed, and its own ``stream_fn`` and ``on_payload`` still run.
 
 * ``--temperature`` goes into the stream options every provider reads (Anthropic drops it
   while thinking is on, as Pi does).
@@ -21,19 +21,26 @@ user's own ``stream_fn`` and ``on_payload``, which still run (ours wrap them).
 
 from __future__ import annotations
 
-import dataclasses
-import inspect
-from collections.abc import Mapping
+from collections.abc import Callable, Sequence
 from typing import Any
 
-from ...agent import Agent
+from ...agent import Agent, AgentRunOptions, AgentTool
+from ...agent.types import BeforeToolCallHook, TurnContext
 from ...ai.local_probe import probed_model
 from ...ai.models import LOCAL_SERVERS
 from ...ai.options import OnPayload
 from ...ai.types import Model
 from ..config import timeout_ms
+from ..options import RunOptions
 
-__all__ = ["SEED_APIS", "RequestSettings", "seed_notice"]
+__all__ = [
+    "SEED_APIS",
+    "probe_local_server",
+    "run_options",
+    "seed_notice",
+    "seed_payload",
+    "silent_server_bound",
+]
 
 SEED_APIS = frozenset({"openai-completions"})
 
@@ -48,69 +55,48 @@ def seed_notice(seed: int | None, model: Model) -> str | None:
     )
 
 
-class RequestSettings:
-    """Installs a run's request settings on ``agent`` (``install``) and removes them (``restore``)."""
-
-    def __init__(
-        self, agent: Agent, *, temperature: float | None, seed: int | None, timeout: float | None = None
-    ) -> None:
-        self.agent = agent
-        self.temperature = temperature
-        self.seed = seed
-        self.timeout = timeout
-        self._saved: tuple[Any, OnPayload | None] | None = None
-
-    def install(self) -> None:
-        agent = self.agent
-        self._saved = (agent.stream_fn, agent.on_payload)
-        fields: dict[str, Any] = {}
-        if self.temperature is not None:
-            fields["temperature"] = self.temperature
-        if self.timeout is not None:
-            fields["timeout_ms"] = timeout_ms(self.timeout)
-        if fields:
-            agent.stream_fn = _with_options(agent.stream_fn, fields)
-        if self.seed is not None:
-            agent.on_payload = self._with_seed(agent.on_payload)
-
-    def restore(self) -> None:
-        if self._saved is not None:
-            self.agent.stream_fn, self.agent.on_payload = self._saved
-            self._saved = None
-
-    async def probe_local_server(self) -> None:
-        """Give a local server's model the server's own context window (never raises)."""
-        model = self.agent.state.model
-        if model.provider in LOCAL_SERVERS and model.base_url:
-            self.agent.state.model = await probed_model(model)
-
-    def _with_seed(self, inner: OnPayload | None) -> OnPayload:
-        seed = self.seed
-
-        async def on_payload(payload: dict[str, Any], model: Model) -> dict[str, Any] | None:
-            if inner is not None:
-                replaced = inner(payload, model)
-                if inspect.isawaitable(replaced):
-                    replaced = await replaced
-                if replaced is not None:
-                    payload = replaced
-            if model.api in SEED_APIS:
-                payload = {**payload, "seed": seed}
-            return payload
-
-        return on_payload
+def silent_server_bound(timeout: float, retries: int, base_delay: float) -> float | None:
+    """The longest one model call can wait on a server that accepts the request and never
+    answers: each attempt ends at the idle ``timeout`` and is retried (a timeout is transient),
+    plus the waits between attempts; ``None`` without a timeout (it waits until Stop or an
+    interrupt). A server that trickles bytes slower than the timeout is not bounded by it."""
+    if timeout <= 0:
+        return None
+    waits = sum(base_delay * 2.0**n for n in range(retries))
+    return (retries + 1) * timeout + waits
 
 
-def _with_options(inner: Any, fields: dict[str, Any]) -> Any:
-    """``inner`` with ``fields`` set in the stream options of every call."""
+async def probe_local_server(agent: Agent) -> None:
+    """Give a local server's model the server's own context window (never raises)."""
+    model = agent.state.model
+    if model.provider in LOCAL_SERVERS and model.base_url:
+        agent.state.model = await probed_model(model)
 
-    def stream_fn(model: Model, context: Any, options: Any = None) -> Any:
-        if dataclasses.is_dataclass(options) and not isinstance(options, type):
-            options = dataclasses.replace(options, **fields)
-        elif isinstance(options, Mapping):
-            options = {**options, **fields}
-        elif options is None:
-            options = dict(fields)
-        return inner(model, context, options)
 
-    return stream_fn
+def seed_payload(seed: int) -> OnPayload:
+    """The run's ``on_payload`` for ``--seed``: the seed in the body of an API that has one
+    (it runs after the agent's own ``on_payload``, on the payload that one returned)."""
+
+    def on_payload(payload: dict[str, Any], model: Model) -> dict[str, Any] | None:
+        return {**payload, "seed": seed} if model.api in SEED_APIS else None
+
+    return on_payload
+
+
+def run_options(
+    options: RunOptions,
+    *,
+    tools: Sequence[AgentTool],
+    before_tool_call: BeforeToolCallHook,
+    should_stop_after_turn: Callable[[TurnContext], Any],
+) -> AgentRunOptions:
+    """What one cell's options make of the run: its tools, approval gate, turn limit and the
+    request settings (``--temperature``, ``--timeout``, ``--seed``), for that run only."""
+    return AgentRunOptions(
+        tools=tools,
+        before_tool_call=before_tool_call,
+        should_stop_after_turn=should_stop_after_turn,
+        on_payload=None if options.seed is None else seed_payload(options.seed),
+        temperature=options.temperature,
+        timeout_ms=timeout_ms(options.timeout),
+    )

@@ -1,4 +1,15 @@
-"""One ``%%pi`` run: options -> conversation -> agent run -> view -> frozen output -> ``_pi``.
+"""One ``%%pi`` run: plan -> the conversation's ``AgentSession`` -> view -> frozen output -> ``_pi``.
+
+The cell is planned first (``plan.py``), then ``PiRun`` executes the plan through the
+conversation's ``AgentSession`` (``pi_notebook.runtime``), which records the session file,
+retries transient failures and compacts as Pi does. What the cell adds reaches the agent as
+``AgentRunOptions`` for this run only: the notebook and MCP tools, the approval gate, the turn
+limit, ``--temperature`` / ``--timeout`` / ``--seed``. The user's ``Agent`` is never patched,
+so a hook the user sets during a run is still there after it.
+
+The view hears every session event (it draws tokens, retries and compactions); the run's own
+bookkeeping hears only the few events it needs, so a streamed token visits the agent, the
+session and the view and nothing else.
 
 Two entry points:
 
@@ -12,192 +23,90 @@ Two entry points:
   ``run_cell_magic`` from code). It never waits for clicks: the agent runs on a private loop in
   a worker thread while this (main) thread serves the tools that must run here (``run_code``
   and friends, see ``tools/notebook_tools.py``), and the output is drawn once at the end.
-
-Output: live widgets when someone can watch (a kernel, not headless, not ``--text``), replaced
-at the end by the static bundle under the same display id; otherwise one static display at the
-end (nbval compares its deterministic ``text/plain``). The shell's ``NotebookState`` provides
-the conversation, the defaults, the tools and the approval policy, and hears when a run starts
-and ends.
 """
 
 from __future__ import annotations
 
 import asyncio
-import inspect
-import re
 import threading
-from collections.abc import Callable, Mapping
-from typing import Any, cast
+from collections.abc import Callable
+from typing import Any
 
 from IPython.core.error import UsageError
 from IPython.display import display as _untyped_display
 
 from ...agent import Agent
-from ...agent.agent import has_model
-from ...agent.types import (
-    BeforeToolCallContext,
-    BeforeToolCallHook,
-    BeforeToolCallResult,
-    ThinkingLevel,
-    TurnContext,
-)
+from ...agent.types import TurnContext
 from ...ai.abort import ABORT_MESSAGE, AbortSignal
-from ...ai.types import TextContent, UserMessage
-from ..config import MODEL_ENV
+from ...ai.failures import RequestFailure, failure_of
+from ...runtime import AgentSession
 from ..kernel.compat import cell_running, get_kernel, install_comm_ack
 from ..kernel.interrupts import MainThreadBridge, watch_sigint
-from ..options import RunOptions, parse_options
+from ..options import parse_options
 from ..result import PiResult, run_result
-from ..sessions.compact import AutoCompactor
-from ..sessions.replay import Recording, continue_after, find_recording, play
+from ..sessions.replay import continue_after, play
 from ..state import NotebookState, state_for
 from ..tools.notebook_tools import Dispatch, is_notebook_tool, run_here
-from ..tools.references import expand_references, format_references
 from ..view.reduce import explain
 from ..view.render import render_text
 from ..view.run_view import RunView, StaticView
-from .approval import STATE_CHANGING_TOOLS, ApprovalGate, activate, deactivate, tool_policy
+from .approval import ApprovalGate, activate, deactivate
 from .errors import RunFailed, RunInterrupted, explain_error
-from .requests import RequestSettings, seed_notice
-from .retry import RetrySettings, RunRetry
+from .plan import RunPlan, plan_run, prepare_conversation, strip_markers
+from .requests import probe_local_server, run_options
+
+__all__ = ["PiRun", "prepare_run", "run_pi", "run_pi_sync", "strip_markers"]
 
 _display: Callable[..., Any] = _untyped_display
 
-_MARKER_LINE = re.compile(r"^\s*#\s*NBVAL_\w+.*$\n?", re.MULTILINE)
-
-
-def strip_markers(body: str) -> str:
-    """The prompt without ``# NBVAL_*`` marker lines (nbval reads them; the model should not)."""
-    return _MARKER_LINE.sub("", body)
+RUN_EVENTS = frozenset({"agent_start", "message_end", "compaction_end", "auto_retry_end"})
+"""The session events the run's bookkeeping needs (the view hears them all)."""
 
 
 class PiRun:
-    """Prepared on the main thread (parsing, references, mode); ``execute`` runs the agent."""
+    """Executes one ``RunPlan`` (``prepare_run`` makes both). The constructor only stores."""
 
-    def __init__(self, shell: Any, line: str, body: str, *, awaited: bool) -> None:
+    def __init__(self, shell: Any, state: NotebookState, plan: RunPlan, agent: Agent) -> None:
         self.shell = shell
-        self.state: NotebookState = state_for(shell)
-        self.options: RunOptions = parse_options(line, self.state.config)
-        self.prompt = strip_markers(body).strip()
-        if not self.prompt:
-            raise UsageError("%%pi needs a prompt: write it in the cell body")
-        self.session_notes: list[str] = []
-        """Resumed / compacted notices of this run (``sessions*.py``), shown under it."""
-        self.agent = self._conversation()
-        try:
-            self.state.load_mcp_config()
-        except (ValueError, RuntimeError) as exc:
-            raise UsageError(f"c.PiMagics.mcp_config: {exc}") from None
-        self.recording: Recording | None = self._recording() if self.options.replay else None
-        self.state.sessions.prepare_run(self.options.name, self.prompt, replay=self.recording is not None)
-        text, refs = expand_references(self.prompt, shell.user_ns)
-        content = [TextContent(text=text)] + ([TextContent(text=format_references(refs))] if refs else [])
-        self.message = UserMessage(content=content)
-        self.mode = self.state.run_mode(awaited=awaited, text=self.options.text)
-        self.gated = self._gated_tools()
-        self.approval = self.state.approval(self.options.approve, self.mode, self.gated)
-        self.notices: list[str] = self._notices()
-        raise_on_error = self.options.raise_on_error
-        self.raise_on_error = self.mode.headless.headless if raise_on_error is None else raise_on_error
-        o = self.options
-        self.requests = RequestSettings(self.agent, temperature=o.temperature, seed=o.seed, timeout=o.timeout)
+        self.state = state
+        self.plan = plan
+        self.agent = agent
+        self.session: AgentSession = state.sessions.session(plan.name)
+        self.view: RunView = StaticView(plan.prompt, plan.notices)
         self.widget: Any = None
-        self.view: RunView = self._make_view()
-        self.tools = self.state.tools
-        retry = RetrySettings(self.options.retries, self.options.retry_base_delay)
-        self.retry = RunRetry(self.agent, retry, self.view, self.notices)
         self.display_handle: Any = None
-        self.interrupted = False
-        self.turns = 0
-        self.stopped_at_max_turns = False
-        self.stopped_by_user = False
-        self.signal: AbortSignal | None = None
         self.loop: asyncio.AbstractEventLoop | None = None
-        self.start_index = 0
-        self.finished = False
-        self._cell_done: Callable[[], None] = lambda: None
-        self.run_messages: list[Any] = []
-        self.compactor: AutoCompactor | None = None
+        self.signal: AbortSignal | None = None
+        self.failure: RequestFailure | None = None
+        self.turns = 0
+        self.interrupted = False
+        self.stopped_by_user = False
+        self.stopped_at_max_turns = False
+        self.retry_cancelled = False
         self.compacted = False
         """A compaction replaced the transcript: ``_pi`` takes the run's messages as they ended."""
+        self.finished = False
+        self.run_messages: list[Any] = []
+        self.replayed_from: int | None = None
+        """Where a replayed run's messages begin in the transcript."""
+        self._cell_done: Callable[[], None] = lambda: None
 
-    def _conversation(self) -> Agent:
-        o = self.options
-        try:
-            agent = self.state.new_conversation(o.name) if o.new else self.state.conversation(o.name)
-        except ValueError as exc:
-            raise UsageError(f"default model (c.PiMagics.model / {MODEL_ENV}): {exc}") from None
-        if agent.state.is_streaming:
-            raise UsageError(f"conversation {o.name!r} is already running; use --name for another one")
-        if o.resume and not agent.state.messages:
-            self.session_notes.append(self.state.sessions.resume_for_cell(o.name, agent))
-        if o.model is not None:
-            agent.state.model = o.model
-        if o.thinking is not None:
-            agent.state.thinking_level = cast("ThinkingLevel", o.thinking)
-        if o.system is not None:
-            agent.state.system_prompt = o.system
-        if not has_model(agent) and not o.replay:
-            raise UsageError(
-                "no model: pass --model provider:id, run %pi model provider:id, "
-                "or set c.PiMagics.model / PI_NOTEBOOK_MODEL"
-            )
-        return agent
+    # --- before the run (main thread) ---------------------------------------------------------
 
-    def _gated_tools(self) -> list[str]:
-        """The tools of this run whose policy is ``--approve``'s (the notice names them): the
-        state-changing notebook tools it offers and the conversation's own ``requires_approval``
-        tools, unless ``c.PiMagics.approvals`` or the tool's own policy (MCP) decides for them."""
-        approvals = self.state.approvals()
-        offered = [(name, None) for name in sorted(STATE_CHANGING_TOOLS.intersection(self.options.tools))]
-        own = [(t.name, t) for t in self.agent.state.tools if not is_notebook_tool(t)]
-        return [
-            name
-            for name, tool in [*offered, *own]
-            if (decided := tool_policy(name, tool, approvals, "deny")) is not None
-            and decided.source == "run"
-        ]
-
-    def _notices(self) -> list[str]:
-        """Lines under the run that explain a setting: the approval policy (only when a tool it
-        gates is on), a ``--thinking`` level the model ignores (once per conversation and model)."""
-        lines: list[str] = []
-        if self.approval.notice and self.gated:
-            lines.append(self.approval.notice)
-        thinking = self.state.thinking_ignored(self.options.name, self.agent)
-        seed = seed_notice(self.options.seed, self.agent.state.model)
-        return lines + [line for line in (thinking, seed) if line]
-
-    def _recording(self) -> Recording:
-        model = self.agent.state.model
-        spec = f"{model.provider}:{model.id}" if has_model(self.agent) else None
-        return find_recording(self.state.sessions, self.options.name, self.prompt, spec, new=self.options.new)
-
-    def _add_notice(self, view: RunView, *notes: str) -> None:
-        """Add lines under whatever notice the view shows (resumed, compacted)."""
-        view.set_notice("\n".join(n for n in (view.state.notice, *notes) if n))
-
-    def _make_view(self) -> RunView:
-        view = self._make_plain_view()
-        if self.session_notes:
-            self._add_notice(view, *self.session_notes)
-        return view
-
-    def _make_plain_view(self) -> RunView:
-        notice = "\n".join(self.notices) or None
-        if not self.mode.live:
-            return StaticView(self.prompt, notice)
+    def make_view(self) -> None:
+        """The live widgets when someone can watch, else the static view the constructor made."""
+        mode = self.plan.mode
+        if not mode.live:
+            return
         from ..view.live import LiveView, ViewControls
 
         controls = None
-        if self.mode.can_ask:
-            agent = self.agent
-            controls = ViewControls(on_stop=self._on_stop, on_steer=agent.steer, on_follow_up=agent.follow_up)
-        view = LiveView(self.prompt, controls=controls, interactive=self.mode.can_ask, notice=notice)
-        self.widget = view.widget
-        return view
-
-    # --- running ---------------------------------------------------------------------------------
+        if mode.can_ask:
+            controls = ViewControls(on_stop=self._on_stop, on_steer=self._steer, on_follow_up=self._follow_up)
+        view = LiveView(
+            self.plan.prompt, controls=controls, interactive=mode.can_ask, notices=self.plan.notices or None
+        )
+        self.view, self.widget = view, view.widget
 
     def show(self) -> None:
         """Display the live widget (main thread, before the run)."""
@@ -208,54 +117,63 @@ class PiRun:
                 self._cell_done = cell_running(kernel)
             self.display_handle = _display(self.widget, display_id=True)
 
+    def started(self) -> None:
+        """Write the run entry and tell the shell's state (and its observers) that the run begins."""
+        if self.plan.replay is None:
+            self.state.sessions.begin_run(self.plan.name, self.agent, self.plan.prompt)
+        self.state.run_started(self.plan.name, self.agent, self.plan.message)
+
+    # --- running ------------------------------------------------------------------------------
+
     async def execute(self, dispatch: Dispatch = run_here) -> None:
-        """Run the agent on the current loop. Catches the cancellation of a kernel interrupt
+        """Run the plan on the current loop. Catches the cancellation of a kernel interrupt
         (the agent has closed its run by then) and records it in ``interrupted``."""
-        agent = self.agent
         self.loop = asyncio.get_running_loop()
-        if self.recording is not None:  # replay: the recorded answer, no model call
-            await play(self.recording, self.view.handle)
-            self.start_index = continue_after(self.state.sessions, self.options.name, agent, self.recording)
+        recording = self.plan.replay
+        if recording is not None:  # replay: the recorded answer, no model call
+            await play(recording, self.view.handle)
+            self.replayed_from = continue_after(self.state.sessions, self.plan.name, self.agent, recording)
             self.finished = True
             return
-        self.tools.begin_run(
-            dispatch, self._interrupt_from_tool, model=agent.state.model, headless=self.mode.headless.headless
-        )
-        mcp_tools = await self.state.mcp_tools()  # the conversation's + notebook + MCP tools
-        mine = self.state.is_mcp_tool
-        user_tools = [t for t in agent.state.tools if not is_notebook_tool(t) and not mine(t)]
-        agent.state.tools = user_tools + self.tools.build(self.options.tools) + mcp_tools
+        options = self.plan.options
+        tools = self.state.tools
+        headless = self.plan.mode.headless.headless
+        tools.begin_run(dispatch, self._interrupt_from_tool, model=self.agent.state.model, headless=headless)
+        own = [t for t in self.agent.state.tools if not is_notebook_tool(t)]
+        every = own + tools.build(options.tools) + await self.state.mcp_tools()
         gate = self._gate()
-        user_before, user_stop = agent.before_tool_call, agent.should_stop_after_turn
-        agent.before_tool_call = compose_before(user_before, gate)
-        agent.should_stop_after_turn = self._stop_hook(user_stop)
-        unsubscribe = agent.subscribe(self._listener)
-        self.start_index = len(agent.state.messages)
-        self.requests.install()
+        run = run_options(
+            options, tools=every, before_tool_call=gate, should_stop_after_turn=self._count_turn
+        )
+        self.session.settings = self.plan.settings
+        unsubscribe = (
+            self.session.subscribe(self.view.handle),
+            self.session.subscribe(self._on_event, RUN_EVENTS),
+        )
         token = activate(gate)  # ask_approval() in the user's hooks and tools asks through it
         try:
             if self.interrupted:  # interrupted before this loop existed (fallback): do not start
                 return
-            await self.requests.probe_local_server()
-            await self._prompt()
+            await probe_local_server(self.agent)
+            await self.session.prompt(self.plan.message, run=run)
         except asyncio.CancelledError:
             self.interrupted = True
         finally:
             deactivate(token)
             self.finished = True
-            unsubscribe()
-            self.requests.restore()
-            agent.before_tool_call, agent.should_stop_after_turn = user_before, user_stop
+            for stop in unsubscribe:
+                stop()
 
     def _gate(self) -> ApprovalGate:
         """The approval policies of this run: ``--approve``, the per-tool map, tools' own."""
+        mode = self.plan.mode
         return ApprovalGate(
-            self.approval.policy,
-            request=self.view.request_approval if self.mode.can_ask else None,
+            self.plan.approval.policy,
+            request=self.view.request_approval if mode.can_ask else None,
             mark=self.view.resolve_approval,
             note=self._note_approval,
             approvals=self.state.approvals(),
-            headless=self.mode.headless.headless,
+            headless=mode.headless.headless,
             signal=lambda: self.agent.signal,
         )
 
@@ -265,51 +183,48 @@ class PiRun:
         if card is not None:  # cleared on Approve, before the tool runs and reports progress
             card.progress = reason
 
-    async def _prompt(self) -> None:
-        """Prompt the agent, compacting as Pi does: before the prompt and after the run when the
-        context nears the window, and once with a retry of the turn on a context overflow."""
-        agent = self.agent
-        manager = self.state.sessions.get(self.options.name).manager
-        compactor = self.compactor = AutoCompactor(manager, agent, self.state.config, self.options.timeout)
-        await self._compaction(compactor, before_prompt=True)
-        self.start_index = len(agent.state.messages)
-        await self.retry.run(lambda: agent.prompt(self.message))
-        while await self._compaction(compactor):
-            await agent.continue_()
-
-    async def _compaction(self, compactor: AutoCompactor, *, before_prompt: bool = False) -> bool:
-        """One automatic check; shows its notice; True when the turn is to be retried."""
-        compactor.signal = self.signal
-        outcome = await compactor.check(before_prompt=before_prompt)
-        if outcome is None:
-            return False
-        self.session_notes.append(outcome.notice)
-        self._add_notice(self.view, outcome.notice)
-        self.compacted = self.compacted or not before_prompt
-        return outcome.retry
-
-    def _listener(self, event: Any, signal: AbortSignal) -> None:
-        self.signal = signal
-        if event.type == "message_end":
+    def _on_event(self, event: Any) -> None:
+        kind = event.type
+        if kind == "agent_start":
+            self.signal = self.agent.signal
+        elif kind == "message_end":
             self.run_messages.append(event.message)
-        if self.compactor is not None:
-            self.compactor.saw(event)
-        self.view.handle(event)
+            if getattr(event.message, "stop_reason", None) == "error":
+                self.failure = failure_of(event.message)
+        elif kind == "compaction_end":
+            self.compacted = self.compacted or (event.result is not None and event.reason != "manual")
+        elif kind == "auto_retry_end" and event.final_error == "Retry cancelled":
+            self.retry_cancelled = True
+
+    def _count_turn(self, ctx: TurnContext) -> bool:
+        """``--max-turns``: stop after that many turns (the agent's own hook is asked after)."""
+        self.turns += 1
+        limit = self.plan.options.max_turns
+        if limit is not None and self.turns >= limit:
+            self.stopped_at_max_turns = bool(ctx.tool_results)
+            return True
+        return False
+
+    # --- stopping -----------------------------------------------------------------------------
+
+    def _steer(self, text: str) -> None:
+        self.session.queue(text, "steer")
+
+    def _follow_up(self, text: str) -> None:
+        self.session.queue(text, "follow_up")
 
     @property
     def aborted(self) -> bool:
         aborted = self.signal is not None and self.signal.aborted
-        return self.interrupted or aborted or self.retry.cancelled
+        return self.interrupted or aborted or self.retry_cancelled
 
     def _on_stop(self) -> None:
         self.stopped_by_user = True
-        self.retry.cancel()
-        self.agent.abort()
+        self._abort_when_running()
 
     def _interrupt_from_tool(self) -> None:
         self.interrupted = True
-        self.retry.cancel()
-        self.agent.abort()
+        self._abort_when_running()
 
     def abort_threadsafe(self) -> None:
         """Abort from another thread (the fallback's Ctrl-C), even if the run is only starting."""
@@ -319,110 +234,78 @@ class PiRun:
             loop.call_soon_threadsafe(self._abort_when_running)
 
     def _abort_when_running(self) -> None:
-        self.retry.cancel()
-        if self.agent.signal is not None:
-            self.agent.abort()
-        elif not self.finished and self.loop is not None:
-            self.loop.call_later(0.01, self._abort_when_running)  # prompt() has not claimed the run yet
-
-    def _stop_hook(self, user_stop: Callable[[TurnContext], Any] | None) -> Callable[[TurnContext], Any]:
-        limit = self.options.max_turns
-
-        async def should_stop(ctx: TurnContext) -> bool:
-            self.turns += 1
-            if limit is not None and self.turns >= limit:
-                self.stopped_at_max_turns = bool(ctx.tool_results)
-                return True
-            if user_stop is None:
-                return False
-            answer = user_stop(ctx)
-            return bool(await answer if inspect.isawaitable(answer) else answer)
-
-        return should_stop
+        """Stop whatever runs (a retry wait, a compaction, the agent); while the agent has not
+        claimed its run yet (a compaction before the prompt), look again shortly."""
+        self.session.interrupt()
+        if self.agent.signal is None and not self.finished and self.loop is not None:
+            self.loop.call_later(0.01, self._abort_when_running)
 
     # --- the end ------------------------------------------------------------------------------
 
     def finish(self) -> PiResult:
         """Freeze the output and set ``_pi`` (main thread, after the run)."""
         self._cell_done()
-        lines = [*self.notices, *self.session_notes]
-        extra = len(lines)
-        if self.aborted and self.view.state.stop_reason != "aborted":
-            lines.append(f"Aborted: {ABORT_MESSAGE}")  # stopped between turns: no aborted message
+        view = self.view
+        if self.aborted and view.state.stop_reason != "aborted":
+            view.add_notice(f"Aborted: {ABORT_MESSAGE}", "stop")  # stopped between turns
         if self.stopped_by_user:
-            lines.append("Stopped with the Stop button.")  # replaces the view's transient "Stopping…"
+            view.add_notice("Stopped with the Stop button.", "stop")  # in place of "Stopping…"
         if self.stopped_at_max_turns:
-            limit = self.options.max_turns
-            lines.append(f"Stopped after {limit} turn{'s' if limit != 1 else ''} (--max-turns {limit}).")
-        if len(lines) > extra:
-            self.view.set_notice("\n".join(lines))
-        explained = explain_error(self.view.state.error_message, self.agent.state.model)
+            limit = self.plan.options.max_turns
+            view.add_notice(
+                f"Stopped after {limit} turn{'s' if limit != 1 else ''} (--max-turns {limit}).", "turns"
+            )
+        explained = explain_error(view.state.error_message, self.agent.state.model, self.failure)
         if explained:
-            explain(self.view.state, explained)
-        self.view.close()
-        bundle = (
-            {"text/plain": render_text(self.view.state)} if self.options.text else self.view.static_bundle()
-        )
+            explain(view.state, explained)
+        view.close()
+        bundle = {"text/plain": render_text(view.state)} if self.plan.options.text else view.static_bundle()
         if self.display_handle is not None:
             self.display_handle.update(bundle, raw=True)
         else:
             _display(bundle, raw=True)
         result = self.result()
         self.shell.user_ns["_pi"] = result
-        self.state.run_ended(self.options.name, self.agent, result)
+        self.state.run_ended(self.plan.name, self.agent, result)
         return result
 
     def result(self) -> PiResult:
         model = self.agent.state.model
-        messages = self.run_messages if self.compacted else self.agent.state.messages[self.start_index :]
+        messages = self.agent.state.messages
+        start = self.replayed_from
+        if start is None:
+            start = next((i for i, m in enumerate(messages) if m is self.plan.message), None)
+        kept = self.run_messages if self.compacted or start is None else messages[start:]
         return run_result(
-            list(messages),
+            list(kept),
             aborted=self.aborted,
-            conversation=self.options.name,
+            conversation=self.plan.name,
             model=f"{model.provider}:{model.id}",
         )
 
     def check_failure(self, result: PiResult) -> None:
         """Raise ``RunFailed`` after a run that ended in an error (not a Stop or an interrupt)
         when ``raise_on_error`` is on; the output is already drawn."""
-        if self.raise_on_error and result.stop_reason == "error" and not self.aborted:
+        if self.plan.raise_on_error and result.stop_reason == "error" and not self.aborted:
             shown = self.view.state.error_message or result.error_message or "unknown error"
-            raise RunFailed(shown, headless=self.mode.headless.headless)
-
-    def started(self) -> None:
-        """Tell the shell's state (and its observers) that the run begins (main thread)."""
-        self.state.run_started(self.options.name, self.agent, self.message)
+            raise RunFailed(shown, headless=self.plan.mode.headless.headless)
 
 
-def compose_before(user_hook: BeforeToolCallHook | None, gate: ApprovalGate) -> BeforeToolCallHook:
-    """The user's own ``before_tool_call`` first (it may block), then the approval policy.
-
-    A hook may be sync or async and may answer with a ``BeforeToolCallResult``, a mapping of its
-    fields (``{"block": True, "reason": ...}``) or ``None``, exactly as on a plain ``Agent``."""
-    if user_hook is None:
-        return gate
-
-    async def before(
-        ctx: BeforeToolCallContext, signal: AbortSignal | None = None
-    ) -> BeforeToolCallResult | None:
-        answer = user_hook(ctx, signal)
-        result = _before_result(await answer if inspect.isawaitable(answer) else answer)
-        if result is not None and result.block:
-            return result
-        return await gate(ctx, signal)
-
-    return before
-
-
-def _before_result(answer: Any) -> BeforeToolCallResult | None:
-    """A hook's answer as the agent loop reads it: the dataclass, a mapping of its fields, or None."""
-    if answer is None or isinstance(answer, BeforeToolCallResult):
-        return answer
-    if isinstance(answer, Mapping):
-        return BeforeToolCallResult(**answer)
-    raise TypeError(
-        f"before_tool_call must return BeforeToolCallResult, a mapping or None, not {type(answer).__name__}"
-    )
+def prepare_run(shell: Any, line: str, body: str, *, awaited: bool) -> PiRun:
+    """Parse and plan the cell, then make its run (main thread; nothing runs yet)."""
+    state = state_for(shell)
+    options = parse_options(line, state.config)
+    if not strip_markers(body).strip():
+        raise UsageError("%%pi needs a prompt: write it in the cell body")
+    agent, notes = prepare_conversation(state, options)
+    try:
+        state.load_mcp_config()
+    except (ValueError, RuntimeError) as exc:
+        raise UsageError(f"c.PiMagics.mcp_config: {exc}") from None
+    mode = state.run_mode(awaited=awaited, text=options.text)
+    run = PiRun(shell, state, plan_run(state, options, agent, body, mode=mode, notes=notes), agent)
+    run.make_view()
+    return run
 
 
 # --- entry points --------------------------------------------------------------------------------
@@ -441,7 +324,7 @@ def _shell(shell: Any = None) -> Any:
 
 async def run_pi(line: str, body: str) -> None:
     """The awaited ``%%pi`` path (the input transformer's target)."""
-    run = PiRun(_shell(), line, body, awaited=True)
+    run = prepare_run(_shell(), line, body, awaited=True)
     run.show()
     run.started()
     try:
@@ -456,7 +339,7 @@ async def run_pi(line: str, body: str) -> None:
 
 def run_pi_sync(line: str, body: str, shell: Any = None) -> PiResult:
     """The ``%%pi`` cell magic: run to completion without waiting for clicks."""
-    run = PiRun(_shell(shell), line, body, awaited=False)
+    run = prepare_run(_shell(shell), line, body, awaited=False)
     bridge = MainThreadBridge()
     failure: list[BaseException] = []
 

@@ -1,8 +1,10 @@
 """``NotebookSessions``: every conversation of a shell recorded as a Pi session file.
 
-One object per ``NotebookState`` (it is the state's observer). Each conversation gets a
-``SessionManager``; its messages are appended as they end, so a kernel that dies leaves a file
-Pi's CLI can list and resume. Rules:
+One object per ``NotebookState`` (it is the state's observer). Each conversation is an
+``AgentSession`` (``pi_notebook.runtime``): its agent with a ``SessionManager``, auto-retry and
+auto-compaction. The session appends every message as it ends, so a kernel that dies leaves a
+file Pi's CLI can list and resume; this module decides where the file goes and what the notebook
+adds to it. Rules:
 
 * **Where.** Pi's own place for the notebook's folder, ``<agent dir>/sessions/--<folder>--/``
   (the agent dir is ``$PI_CODING_AGENT_DIR`` or ``~/.pi/agent``), so ``pi --resume`` started in
@@ -26,28 +28,28 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from ...agent import Agent
-from ...agent.agent import has_model
 from ...ai.models import get_model
-from ...ai.types import Model, UserMessage, content_text
+from ...ai.types import Model
+from ...runtime import AgentSession, AgentSessionSettings, RetrySettings
 from ...session import (
+    CompactionSettings,
     CustomEntry,
     CustomMessage,
     MessageEntry,
     Redactor,
     SessionInfo,
     SessionManager,
-    SessionRecorder,
     convert_to_llm,
     list_sessions,
     redact_strings,
     resume,
 )
 from ...session.storage import default_session_dir
-from ..config import PiConfig, env_flag
+from ..config import PiConfig, env_flag, timeout_ms
 from ..observer import StateObserver
 from ..tools.cells import notebook_path
 from ..tools.references import redact_known, secret_values
@@ -65,13 +67,16 @@ RESTART_NOTE = (
 
 @dataclass
 class Tracked:
-    """The session of one conversation and what the notebook still has to write into it."""
+    """The ``AgentSession`` of one conversation (its agent, session file, retry and compaction)
+    and what the notebook still has to write into the file."""
 
-    manager: SessionManager
-    recorder: SessionRecorder
+    session: AgentSession
     tagged: bool = False
     restart_note: bool = False
-    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def manager(self) -> SessionManager:
+        return self.session.session_manager
 
 
 @dataclass(frozen=True)
@@ -86,9 +91,19 @@ class Listed:
 class NotebookSessions(StateObserver):
     """See the module docstring."""
 
-    def __init__(self, shell: Any, config: Callable[[], PiConfig]) -> None:
+    def __init__(
+        self,
+        shell: Any,
+        config: Callable[[], PiConfig],
+        conversation: Callable[[str], Agent],
+        message_ended: Callable[[str, Agent, Any], None] | None = None,
+    ) -> None:
         self.shell = shell
         self._config = config
+        self._conversation = conversation
+        """The state's conversation of a name (created on first use, which tracks it here)."""
+        self._message_ended = message_ended if message_ended is not None else self.message_appended
+        """Told of every message a conversation ends (the state relays it to its observers)."""
         self.tracked: dict[str, Tracked] = {}
         self.replay_cursors: dict[str, Any] = {}
         """Where ``--replay`` stands in each conversation's recording (``replay.py``)."""
@@ -144,22 +159,59 @@ class NotebookSessions(StateObserver):
     def open_manager(self, path: str) -> SessionManager:
         return SessionManager.open(path, redact=self.redactor())
 
-    def track(self, name: str, manager: SessionManager | None = None) -> Tracked:
+    def settings(self) -> AgentSessionSettings:
+        """Retry and compaction as configured (``c.PiMagics``); a cell's options adjust them."""
+        config = self.config
+        retry = RetrySettings(
+            enabled=config.retries > 0,
+            max_retries=int(config.retries),
+            base_delay_ms=round(float(config.retry_base_delay) * 1000),
+        )
+        return AgentSessionSettings(
+            retry=retry, compaction=compaction_settings(config), summary_timeout_ms=timeout_ms(config.timeout)
+        )
+
+    def track(self, name: str, agent: Agent, manager: SessionManager | None = None) -> Tracked:
+        """Make ``manager`` (default: a new session) the session of conversation ``name``: an
+        ``AgentSession`` over its agent records it from now on; the previous one stops."""
         manager = manager if manager is not None else self.new_manager()
-        tracked = self.tracked[name] = Tracked(manager, SessionRecorder(manager))
+        previous = self.tracked.get(name)
+        if previous is not None:
+            previous.session.dispose()
+        session = AgentSession(agent, manager, settings=self.settings(), cwd=self.folder())
+        session.subscribe(
+            lambda event: self._message_ended(name, agent, getattr(event, "message", None)), {"message_end"}
+        )
+        tracked = self.tracked[name] = Tracked(session)
         return tracked
+
+    def forget(self) -> None:
+        """Stop recording every conversation (their ``AgentSession``s stop listening); the next
+        use of a conversation starts a new session, as after a kernel restart."""
+        for tracked in self.tracked.values():
+            tracked.session.dispose()
+        self.tracked.clear()
 
     def get(self, name: str) -> Tracked:
         found = self.tracked.get(name)
-        return found if found is not None else self.track(name)
+        if found is None:
+            agent = self._conversation(name)  # a new conversation is tracked as it is created
+            found = self.tracked.get(name) or self.track(name, agent)
+        return found
+
+    def session(self, name: str) -> AgentSession:
+        """The ``AgentSession`` of conversation ``name``, with the settings ``c.PiMagics`` has
+        now (a ``%%pi`` cell's own options then apply for its run)."""
+        session = self.get(name).session
+        session.settings = self.settings()
+        return session
 
     def begin(self, name: str, agent: Agent) -> Tracked:
-        """Write the notebook tag (once) and the conversation's current model and thinking."""
+        """Write the notebook tag (once) and the conversation's current model and thinking
+        (as Pi's sessions start); the messages themselves are the ``AgentSession``'s to record."""
         tracked = self.get(name)
         manager = tracked.manager
-        model = agent.state.model
-        known = model if has_model(agent) else None
-        tracked.recorder.record_settings(known, agent.state.thinking_level)  # first, as Pi's sessions
+        tracked.session.record_settings()
         if not tracked.tagged:
             tracked.tagged = True
             if not _has_custom(manager, NOTEBOOK_ENTRY):
@@ -171,19 +223,18 @@ class NotebookSessions(StateObserver):
     # --- observer hooks ---------------------------------------------------------------------------
 
     def conversation_created(self, name: str, agent: Agent) -> None:
-        self.track(name)
+        self.track(name, agent)
         use_session_messages(agent)
 
     def conversation_reset(self, name: str, agent: Agent) -> None:
-        self.track(name)  # a cleared conversation is a new session, as Pi's /new
+        self.track(name, agent)  # a cleared conversation is a new session, as Pi's /new
 
-    def run_started(self, name: str, agent: Agent, prompt: UserMessage) -> None:
-        if self.get(name).extra.pop("replay", False):
-            return  # a replayed cell writes nothing
+    def begin_run(self, name: str, agent: Agent, prompt: str) -> None:
+        """A ``%%pi`` cell starts (not a replayed one): its ``pi-notebook-run`` entry with the
+        prompt as typed and the model, which replay matches cells on; and the restart note,
+        once, when the conversation was resumed from another kernel."""
         tracked = self.begin(name, agent)
-        model = agent.state.model
-        typed = tracked.extra.pop("prompt", content_text(prompt.content))
-        tracked.manager.append_custom_entry(RUN_ENTRY, {"prompt": typed, "model": _spec(model)})
+        tracked.manager.append_custom_entry(RUN_ENTRY, {"prompt": prompt, "model": _spec(agent.state.model)})
         if tracked.restart_note:
             tracked.restart_note = False
             note = CustomMessage(custom_type=RESTART_MESSAGE, content=RESTART_NOTE, display=False)
@@ -191,17 +242,11 @@ class NotebookSessions(StateObserver):
             agent.state.messages = [*agent.state.messages, note]
 
     def message_appended(self, name: str, agent: Agent, message: Any) -> None:
+        """Before the ``AgentSession`` records the first message (it is told of ``message_end``
+        first), the file gets its tag: a run started from Python code, not ``%%pi``, too."""
         tracked = self.tracked.get(name)
         if tracked is None or not tracked.tagged:
-            tracked = self.begin(name, agent)  # a run started from Python code, not %%pi
-        tracked.recorder.record_message(message)
-
-    def prepare_run(self, name: str, prompt: str, *, replay: bool = False) -> None:
-        """The cell's prompt as typed (before ``$`expr``` expansion), for the run entry that
-        replay matches on; a replayed run records nothing."""
-        extra = self.get(name).extra
-        extra["prompt"] = prompt
-        extra["replay"] = replay
+            self.begin(name, agent)
 
     # --- finding, resuming -------------------------------------------------------------------------
 
@@ -237,7 +282,7 @@ class NotebookSessions(StateObserver):
         """Continue the session at ``path`` in conversation ``name``; returns its message count."""
         manager = self.open_manager(path)
         resume(agent, manager, resolve_model=resolve_recorded)
-        tracked = self.track(name, manager)
+        tracked = self.track(name, agent, manager)
         tracked.tagged = _has_custom(manager, NOTEBOOK_ENTRY)
         tracked.restart_note = bool(agent.state.messages)
         return len(agent.state.messages)
@@ -255,9 +300,18 @@ class NotebookSessions(StateObserver):
         """Make ``manager`` (moved to another leaf or file) the conversation's session;
         ``restarted``: its messages come from another kernel (the restart note is due)."""
         resume(agent, manager, resolve_model=resolve_recorded)
-        tracked = self.track(name, manager)
+        tracked = self.track(name, agent, manager)
         tracked.tagged = _has_custom(manager, NOTEBOOK_ENTRY)
         tracked.restart_note = restarted and bool(agent.state.messages)
+
+
+def compaction_settings(config: PiConfig) -> CompactionSettings:
+    """``c.PiMagics.compact``, ``compact_reserve_tokens``, ``compact_keep_recent_tokens``."""
+    return CompactionSettings(
+        enabled=bool(config.compact),
+        reserve_tokens=int(config.compact_reserve_tokens),
+        keep_recent_tokens=int(config.compact_keep_recent_tokens),
+    )
 
 
 def use_session_messages(agent: Agent) -> None:

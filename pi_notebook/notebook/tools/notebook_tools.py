@@ -143,7 +143,7 @@ class NotebookTools:
         """The tools ``names``, in that order (made once per shell, then reused)."""
         if not self._tools:
             for name in NOTEBOOK_TOOL_NAMES:
-                mode: ToolExecutionMode | None = "sequential" if name in WRITE_TOOLS else None
+                mode: ToolExecutionMode | None = "sequential" if name in STATE_CHANGING_TOOLS else None
                 made = tool(label=name.replace("_", " "), execution_mode=mode)(getattr(self, name))
                 setattr(made.execute, _TOOL_MARKER, True)
                 self._tools[name] = made
@@ -465,12 +465,14 @@ _DECLARED: dict[str, bool] = {
 }
 """Tool name -> whether it changes state, in declaration order."""
 READ_TOOLS: tuple[str, ...] = tuple(name for name, changes in _DECLARED.items() if not changes)
-WRITE_TOOLS: tuple[str, ...] = tuple(name for name, changes in _DECLARED.items() if changes)
-NOTEBOOK_TOOL_NAMES: tuple[str, ...] = READ_TOOLS + WRITE_TOOLS
+STATE_CHANGING_TOOLS: tuple[str, ...] = tuple(name for name, changes in _DECLARED.items() if changes)
+"""The notebook tools that change state (declared ``changes_state=True``): the approval policy
+gates them, and they run one at a time."""
+NOTEBOOK_TOOL_NAMES: tuple[str, ...] = READ_TOOLS + STATE_CHANGING_TOOLS
 TOOL_GROUPS: dict[str, tuple[str, ...]] = {
     "all": NOTEBOOK_TOOL_NAMES,
     "read": READ_TOOLS,
-    "write": WRITE_TOOLS,
+    "write": STATE_CHANGING_TOOLS,
 }
 
 

@@ -21,13 +21,14 @@ import asyncio
 import logging
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import ipywidgets as W
 
 from ...agent.types import AgentEvent
+from ...runtime.events import AgentSessionEvent
 from . import render
 from .parts import Part, TextPart, ThinkingPart, ToolCardPart, UserPart, set_value
 from .reduce import (
@@ -36,11 +37,11 @@ from .reduce import (
     ThinkingBlock,
     ToolCard,
     ViewState,
+    add_notice,
     mark_approval,
     mark_queued,
     reduce,
     set_elapsed,
-    set_notice,
 )
 
 __all__ = ["LiveView", "ViewControls"]
@@ -55,7 +56,18 @@ NOTICE_NOT_INTERACTIVE = (
 NOTICE_NO_CONTROLS = "Stop and steering are not available in this run."
 
 _FLUSH_EVENTS = frozenset(
-    {"message_end", "tool_execution_start", "tool_execution_end", "turn_end", "agent_end"}
+    {
+        "message_end",
+        "tool_execution_start",
+        "tool_execution_end",
+        "turn_end",
+        "agent_end",
+        # the session's own: a retry or a compaction starts or ends (a line under the run)
+        "auto_retry_start",
+        "auto_retry_end",
+        "compaction_start",
+        "compaction_end",
+    }
 )
 _FLUSH_BLOCK_EVENTS = frozenset({"text_end", "thinking_end", "toolcall_end"})
 
@@ -79,7 +91,7 @@ class _ViewBox(W.VBox):  # type: ignore[misc]
         return "pi_notebook live view"
 
 
-def _is_flush_point(event: AgentEvent) -> bool:
+def _is_flush_point(event: AgentEvent | AgentSessionEvent) -> bool:
     kind = event.type
     if kind == "message_update":
         return event.assistant_message_event.type in _FLUSH_BLOCK_EVENTS  # type: ignore[union-attr]
@@ -99,7 +111,7 @@ class LiveView:
         *,
         controls: ViewControls | None = None,
         interactive: bool = True,
-        notice: str | None = None,
+        notices: Sequence[str] | None = None,
         max_rate_hz: float = 20.0,
         clock: Callable[[], float] = time.monotonic,
         tick_s: float = 1.0,
@@ -122,12 +134,12 @@ class LiveView:
         self._approvals: dict[str, asyncio.Future[bool]] = {}
         self._parts: list[Part] = []
         self._drawn: list[int] = []
-        if notice is None and not interactive:
-            notice = NOTICE_NOT_INTERACTIVE
-        elif notice is None and controls is None:
-            notice = NOTICE_NO_CONTROLS
-        if notice:
-            set_notice(self.state, notice)
+        if notices is None and not interactive:
+            notices = [NOTICE_NOT_INTERACTIVE]
+        elif notices is None and controls is None:
+            notices = [NOTICE_NO_CONTROLS]
+        for line in notices or ():
+            add_notice(self.state, line)
         self._build()
         self.flush()
         self._arm_tick()
@@ -179,7 +191,7 @@ class LiveView:
 
     # --- events and drawing ------------------------------------------------------------------
 
-    def handle(self, event: AgentEvent) -> None:
+    def handle(self, event: AgentEvent | AgentSessionEvent) -> None:
         """Reduce ``event`` and redraw, coalesced. Never raises: a drawing bug must not end the
         agent run (listener errors abort it), so it is logged and shown in the notice."""
         try:
@@ -282,13 +294,13 @@ class LiveView:
 
     def _report(self, exc: Exception) -> None:
         try:
-            set_notice(self.state, f"The live view failed to draw ({type(exc).__name__}: {exc}).")
+            add_notice(self.state, f"The live view failed to draw ({type(exc).__name__}: {exc}).", "view")
             set_value(self._notice, render.line_html("pi-notice", self.state.notice))
         except Exception:
             log.exception("pi_notebook view could not report its failure")
 
-    def set_notice(self, text: str) -> None:
-        set_notice(self.state, text)
+    def add_notice(self, text: str, key: str | None = None) -> None:
+        add_notice(self.state, text, key)
         self.flush()
 
     # --- approvals ---------------------------------------------------------------------------
@@ -327,9 +339,7 @@ class LiveView:
         card = self.state.tool_card(tool_call_id)
         name = card.name if card is not None and card.name else "a tool"
         line = f"Denied {name} automatically: no one can approve it in this run."
-        notice = self.state.notice
-        if line not in notice:
-            set_notice(self.state, f"{notice}\n{line}" if notice else line)
+        add_notice(self.state, line)
 
     def _deny_pending(self) -> None:
         for tool_call_id in list(self._approvals):
@@ -344,7 +354,7 @@ class LiveView:
         self._deny_pending()
         if self.stop_button is not None:
             self.stop_button.disabled = True
-        set_notice(self.state, "Stopping…")
+        add_notice(self.state, "Stopping…", "stop")
         self._controls.on_stop()
         self.flush()
 
@@ -358,7 +368,7 @@ class LiveView:
         try:
             (controls.on_steer if kind == "steer" else controls.on_follow_up)(text)
         except Exception as exc:  # e.g. the run already ended: keep the text, say why
-            set_notice(self.state, f"Could not send the message: {exc}")
+            add_notice(self.state, f"Could not send the message: {exc}", "send")
             self.flush()
             return
         box.value = ""

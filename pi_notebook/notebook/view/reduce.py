@@ -31,6 +31,7 @@ from ...agent.types import (
     ToolExecutionUpdateEvent,
 )
 from ...ai.events import AssistantMessageEvent
+from ...runtime.events import AgentSessionEvent
 
 __all__ = [
     "FINAL_STATUSES",
@@ -44,15 +45,17 @@ __all__ = [
     "ToolStatus",
     "UserItem",
     "ViewState",
+    "add_notice",
     "content_to_text",
+    "drop_notice",
     "explain",
     "mark_approval",
     "mark_queued",
     "reduce",
     "set_elapsed",
-    "set_notice",
 ]
 
+from .notices import SESSION_HANDLERS, add_notice, drop_notice, on_agent_start
 from .state import (
     FINAL_STATUSES,
     NOT_EXECUTED,
@@ -403,7 +406,8 @@ def _ignore(state: ViewState, event: Any) -> None:
 
 
 _HANDLERS: dict[str, Callable[[ViewState, Any], None]] = {
-    "agent_start": _ignore,
+    **SESSION_HANDLERS,
+    "agent_start": on_agent_start,
     "agent_end": _on_agent_end,
     "turn_start": _on_turn_start,
     "turn_end": _ignore,
@@ -416,10 +420,10 @@ _HANDLERS: dict[str, Callable[[ViewState, Any], None]] = {
 }
 
 
-def reduce(state: ViewState, event: AgentEvent) -> ViewState:
-    """Apply one agent event. Mutates ``state`` in place and returns it (the same object):
-    copying a transcript per token would make the hot path O(total text). Unknown event
-    types are ignored, so a newer agent cannot break an older view."""
+def reduce(state: ViewState, event: AgentEvent | AgentSessionEvent) -> ViewState:
+    """Apply one agent or session event. Mutates ``state`` in place and returns it (the same
+    object): copying a transcript per token would make the hot path O(total text). Unknown
+    event types are ignored, so a newer agent cannot break an older view."""
     handler = _HANDLERS.get(event.type)
     if handler is not None:
         handler(state, event)
@@ -442,12 +446,6 @@ def mark_queued(state: ViewState, kind: QueueKind, text: str) -> ViewState:
     """Record a steering or follow-up message typed into this view; it is shown as queued until
     the agent injects it, and the injected message is then labelled with its kind."""
     state.queued.append(QueuedMessage(kind=kind, text=text))
-    state.rev += 1
-    return state
-
-
-def set_notice(state: ViewState, text: str) -> ViewState:
-    state.notice = text
     state.rev += 1
     return state
 

@@ -7,9 +7,10 @@ without widgets (headless runs, ``--text``, no kernel, the non-awaited fallback)
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Sequence
 from typing import Any, Protocol
 
-from .reduce import ViewState, mark_approval, reduce, set_notice
+from .reduce import ViewState, add_notice, mark_approval, reduce
 from .render import static_bundle
 
 
@@ -19,7 +20,7 @@ class RunView(Protocol):
     state: ViewState
 
     def handle(self, event: Any) -> None:
-        """Take one agent event (on the loop that runs the agent)."""
+        """Take one agent or session event (on the loop that runs the agent)."""
 
     def request_approval(self, tool_call_id: str) -> asyncio.Future[bool]:
         """Ask the user to approve a tool call; the future resolves with the answer."""
@@ -28,8 +29,8 @@ class RunView(Protocol):
     def resolve_approval(self, tool_call_id: str, approved: bool) -> None:
         """Show a decision the approval policy took without asking."""
 
-    def set_notice(self, text: str) -> None:
-        """Replace the notice line under the run."""
+    def add_notice(self, text: str, key: str | None = None) -> None:
+        """Show a line under the run, in place of the line of the same ``key`` if there is one."""
 
     def close(self) -> None:
         """The run ended: stop drawing and disable the controls."""
@@ -42,10 +43,10 @@ class RunView(Protocol):
 class StaticView:
     """The view without widgets: reduce events, draw once at the end."""
 
-    def __init__(self, prompt: str, notice: str | None) -> None:
+    def __init__(self, prompt: str, notices: Sequence[str] = ()) -> None:
         self.state = ViewState(prompt=prompt)
-        if notice:
-            set_notice(self.state, notice)
+        for line in notices:
+            add_notice(self.state, line)
 
     def handle(self, event: Any) -> None:
         reduce(self.state, event)
@@ -60,8 +61,8 @@ class StaticView:
     def resolve_approval(self, tool_call_id: str, approved: bool) -> None:
         mark_approval(self.state, tool_call_id, "running" if approved else "denied")
 
-    def set_notice(self, text: str) -> None:
-        set_notice(self.state, text)
+    def add_notice(self, text: str, key: str | None = None) -> None:
+        add_notice(self.state, text, key)
 
     def close(self) -> None:
         return None

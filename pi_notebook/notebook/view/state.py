@@ -16,8 +16,10 @@ __all__ = [
     "NOT_EXECUTED",
     "Footer",
     "Item",
+    "Notice",
     "QueueKind",
     "QueuedMessage",
+    "RetryNote",
     "TextBlock",
     "ThinkingBlock",
     "ToolCard",
@@ -151,6 +153,26 @@ class QueuedMessage:
     text: str
 
 
+@dataclass
+class Notice:
+    """One line under the run. ``key`` names what it is about (the approval policy, a retry, a
+    compaction, how the run stopped), so a later line on the same thing replaces it in place and
+    every other line stays."""
+
+    key: str
+    text: str
+
+
+@dataclass
+class RetryNote:
+    """The retry the view is showing: which attempt of how many, after which error."""
+
+    attempt: int
+    max_attempts: int
+    error: str
+    waiting: bool = True
+
+
 @dataclass(eq=False)
 class ViewState:
     prompt: str = ""
@@ -158,7 +180,7 @@ class ViewState:
     footer: Footer = field(default_factory=Footer)
     stop_reason: str | None = None
     error_message: str | None = None
-    notice: str = ""
+    notices: list[Notice] = field(default_factory=list)
     finished: bool = False
     streaming: bool = False
     """The model has sent part of its current message (until that message ends)."""
@@ -172,6 +194,13 @@ class ViewState:
     _first_ts: int | None = field(default=None, repr=False)
     _last_ts: int | None = field(default=None, repr=False)
     _clock_elapsed: bool = field(default=False, repr=False)
+    _retry: RetryNote | None = field(default=None, repr=False)
+    _compactions: int = field(default=0, repr=False)
 
     def tool_card(self, tool_call_id: str) -> ToolCard | None:
         return self._cards.get(tool_call_id)
+
+    @property
+    def notice(self) -> str:
+        """The notice lines as the renderers show them, in the order they were added."""
+        return "\n".join(n.text for n in self.notices if n.text)

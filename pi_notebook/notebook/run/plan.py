@@ -1,0 +1,167 @@
+"""One ``%%pi`` cell planned as a value before anything runs: ``RunPlan``.
+
+``prepare_conversation`` is the one step with side effects, and says so: it gets the cell's
+conversation (creating, replacing or resuming it) and applies ``--model``, ``--thinking`` and
+``--system``, which stay with the conversation. ``plan_run`` then only reads: the prompt as
+typed and as sent (``$`expr``` references expanded), the mode (live or static, can anyone
+click, headless), the approval policy and the tools it gates, the lines shown under the run from
+the start, the recording to replay, whether a failure raises, and the session settings for the
+run (retries, compaction, the summary timeout). The runner (``runner.py``) executes a plan.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, replace
+from typing import Any, cast
+
+from IPython.core.error import UsageError
+
+from ...agent import Agent
+from ...agent.agent import has_model
+from ...agent.types import ThinkingLevel
+from ...ai.types import TextContent, UserMessage
+from ...runtime import AgentSessionSettings, RetrySettings
+from ..config import MODEL_ENV, timeout_ms
+from ..options import RunOptions
+from ..sessions.replay import Recording, find_recording
+from ..state import NotebookState
+from ..tools.notebook_tools import STATE_CHANGING_TOOLS, is_notebook_tool
+from ..tools.references import expand_references, format_references
+from .approval import ApprovalSetup, RunMode, tool_policy
+from .requests import seed_notice
+
+__all__ = ["RunPlan", "plan_run", "prepare_conversation", "strip_markers"]
+
+_MARKER_LINE = re.compile(r"^\s*#\s*NBVAL_\w+.*$\n?", re.MULTILINE)
+
+NO_MODEL = (
+    f"no model: pass --model provider:id, run %pi model provider:id, or set c.PiMagics.model / {MODEL_ENV}"
+)
+
+
+def strip_markers(body: str) -> str:
+    """The prompt without ``# NBVAL_*`` marker lines (nbval reads them; the model should not)."""
+    return _MARKER_LINE.sub("", body)
+
+
+@dataclass(frozen=True, slots=True)
+class RunPlan:
+    """Everything one run needs to know, decided before it starts."""
+
+    options: RunOptions
+    prompt: str
+    """The prompt as typed (marker lines and surrounding blank space removed)."""
+    message: UserMessage
+    """What the model gets: the prompt with ``$`expr``` expanded, and the references."""
+    mode: RunMode
+    approval: ApprovalSetup
+    gated: tuple[str, ...]
+    """The tools whose policy is ``--approve``'s (the approval notice names them)."""
+    notices: tuple[str, ...]
+    """The lines under the run from its start, in order."""
+    replay: Recording | None
+    raise_on_error: bool
+    settings: AgentSessionSettings
+
+    @property
+    def name(self) -> str:
+        return self.options.name
+
+
+def prepare_conversation(state: NotebookState, options: RunOptions) -> tuple[Agent, tuple[str, ...]]:
+    """The cell's conversation, made ready (see the module docstring), and the lines that say
+    what happened to it (resumed, or nothing to resume)."""
+    try:
+        agent = state.new_conversation(options.name) if options.new else state.conversation(options.name)
+    except ValueError as exc:
+        raise UsageError(f"default model (c.PiMagics.model / {MODEL_ENV}): {exc}") from None
+    if state.sessions.session(options.name).is_streaming:
+        raise UsageError(f"conversation {options.name!r} is already running; use --name for another one")
+    notes: tuple[str, ...] = ()
+    if options.resume and not agent.state.messages:
+        notes = (state.sessions.resume_for_cell(options.name, agent),)
+    if options.model is not None:
+        agent.state.model = options.model
+    if options.thinking is not None:
+        agent.state.thinking_level = cast("ThinkingLevel", options.thinking)
+    if options.system is not None:
+        agent.state.system_prompt = options.system
+    if not has_model(agent) and not options.replay:
+        raise UsageError(NO_MODEL)
+    return agent, notes
+
+
+def plan_run(
+    state: NotebookState,
+    options: RunOptions,
+    agent: Agent,
+    body: str,
+    *,
+    mode: RunMode,
+    notes: tuple[str, ...] = (),
+) -> RunPlan:
+    """The plan of a cell whose conversation is ready (``prepare_conversation``)."""
+    prompt = strip_markers(body).strip()
+    if not prompt:
+        raise UsageError("%%pi needs a prompt: write it in the cell body")
+    text, refs = expand_references(prompt, state.shell.user_ns)
+    content = [TextContent(text=text)] + ([TextContent(text=format_references(refs))] if refs else [])
+    gated = _gated_tools(state, options, agent)
+    approval = state.approval(options.approve, mode, gated)
+    raise_on_error = mode.headless.headless if options.raise_on_error is None else options.raise_on_error
+    return RunPlan(
+        options=options,
+        prompt=prompt,
+        message=UserMessage(content=content),
+        mode=mode,
+        approval=approval,
+        gated=tuple(gated),
+        notices=(*_setting_notices(state, options, agent, approval, gated), *notes),
+        replay=_recording(state, options, agent, prompt) if options.replay else None,
+        raise_on_error=raise_on_error,
+        settings=_session_settings(state, options),
+    )
+
+
+def _gated_tools(state: NotebookState, options: RunOptions, agent: Agent) -> list[str]:
+    """The tools of this run whose policy is ``--approve``'s: the state-changing notebook tools
+    it offers and the conversation's own ``requires_approval`` tools, unless
+    ``c.PiMagics.approvals`` or the tool's own policy (MCP) decides for them."""
+    approvals = state.approvals()
+    offered: list[tuple[str, Any]] = [
+        (n, None) for n in sorted(set(STATE_CHANGING_TOOLS).intersection(options.tools))
+    ]
+    own = [(t.name, t) for t in agent.state.tools if not is_notebook_tool(t)]
+    return [
+        name
+        for name, tool in [*offered, *own]
+        if (decided := tool_policy(name, tool, approvals, "deny")) is not None and decided.source == "run"
+    ]
+
+
+def _setting_notices(
+    state: NotebookState, options: RunOptions, agent: Agent, approval: ApprovalSetup, gated: list[str]
+) -> list[str]:
+    """Lines that explain a setting: the approval policy (only when a tool it gates is on), a
+    ``--thinking`` level the model ignores (once per conversation and model), an ignored seed."""
+    lines = [approval.notice] if approval.notice and gated else []
+    thinking = state.thinking_ignored(options.name, agent)
+    seed = seed_notice(options.seed, agent.state.model)
+    return lines + [line for line in (thinking, seed) if line]
+
+
+def _recording(state: NotebookState, options: RunOptions, agent: Agent, prompt: str) -> Recording:
+    model = agent.state.model
+    spec = f"{model.provider}:{model.id}" if has_model(agent) else None
+    return find_recording(state.sessions, options.name, prompt, spec, new=options.new)
+
+
+def _session_settings(state: NotebookState, options: RunOptions) -> AgentSessionSettings:
+    """The conversation's session settings with this cell's retries and timeout."""
+    retry = RetrySettings(
+        enabled=options.retries > 0,
+        max_retries=options.retries,
+        base_delay_ms=round(options.retry_base_delay * 1000),
+    )
+    return replace(state.sessions.settings(), retry=retry, summary_timeout_ms=timeout_ms(options.timeout))
