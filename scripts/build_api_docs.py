@@ -22,6 +22,7 @@ MODULES = (
     "pi_notebook.agent",
     "pi_notebook.session",
     "pi_notebook.mcp",
+    "pi_notebook.runtime",
     "pi_notebook.notebook",
 )
 

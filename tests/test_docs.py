@@ -97,6 +97,7 @@ def test_api_reference_builds_with_the_key_pages(tmp_path: Path) -> None:
         "pi_notebook/agent.html": ["Agent", "AgentEvent", "tool"],
         "pi_notebook/session.html": ["SessionManager", "SessionRecorder"],
         "pi_notebook/mcp.html": ["McpManager", "connect"],
+        "pi_notebook/runtime.html": ["AgentSession", "RetrySettings", "AgentSessionSettings"],
         "pi_notebook/notebook.html": ["PiMagics", "PiConfig", "NotebookState", "ask_approval"],
     }
     for page, names in expected.items():
@@ -104,7 +105,7 @@ def test_api_reference_builds_with_the_key_pages(tmp_path: Path) -> None:
         for name in names:
             assert f'id="{name}"' in html or f">{name}<" in html, f"{name} not documented in {page}"
     index = (out / "index.html").read_text(encoding="utf-8")
-    for module in ("ai", "agent", "session", "mcp", "notebook"):
+    for module in ("ai", "agent", "session", "mcp", "runtime", "notebook"):
         assert f"pi_notebook/{module}.html" in index, module
 
 
@@ -143,6 +144,53 @@ def test_the_guides_offline_walk_through_runs_in_a_kernel(tmp_path: Path) -> Non
     assert "model: faux:faux-1" in joined  # %pi status
     assert "toolResult list_variables:" in joined  # %pi history
     assert "6 messages" in joined
+
+
+# --- the runtime page's examples ----------------------------------------------------------------
+
+RUNTIME = DOCS / "runtime.md"
+
+
+def runtime_examples() -> list[tuple[str, str]]:
+    """docs/runtime.md's ``python`` blocks marked ``<!-- runtime-example -->``, each paired with
+    the next ``text`` block marked ``<!-- runtime-output -->``: what the example prints."""
+    text = RUNTIME.read_text(encoding="utf-8")
+    codes = re.findall(r"<!-- runtime-example -->\n```python\n(.*?)```", text, re.DOTALL)
+    outputs = re.findall(r"<!-- runtime-output -->\n```text\n(.*?)```", text, re.DOTALL)
+    assert len(codes) == len(outputs), "every runtime example needs its output block"
+    return list(zip(codes, outputs, strict=True))
+
+
+EXAMPLES = runtime_examples()
+
+
+def test_the_runtime_page_has_its_examples() -> None:
+    assert len(EXAMPLES) >= 8, "docs/runtime.md lost its marked examples"
+
+
+@pytest.mark.parametrize(
+    ("code", "expected"), EXAMPLES, ids=[f"example-{n}" for n in range(1, len(EXAMPLES) + 1)]
+)
+def test_a_runtime_example_prints_what_the_page_says(code: str, expected: str, tmp_path: Path) -> None:
+    """Each example runs as a script of its own (its session files in a temporary agent dir,
+    no API keys) and must print exactly the output block under it, with nothing on stderr."""
+    env = {k: v for k, v in os.environ.items() if not k.endswith(("_API_KEY", "_TOKEN"))}
+    env["PI_CODING_AGENT_DIR"] = str(tmp_path / "agent")
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")])
+    script = tmp_path / "example.py"
+    script.write_text(code, encoding="utf-8")
+    result = subprocess.run(
+        [sys.executable, str(script)],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == expected
+    assert result.stderr == ""
 
 
 # --- environment variables and links -------------------------------------------------------------
