@@ -190,6 +190,9 @@ RUNTIME = [
     "SessionAgentEndEvent",
     "SessionInfoChangedEvent",
     "StreamingBehavior",
+    "SummarizationRetryAttemptStartEvent",
+    "SummarizationRetryFinishedEvent",
+    "SummarizationRetryScheduledEvent",
     "ThinkingLevelChangedEvent",
 ]
 

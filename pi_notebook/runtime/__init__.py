@@ -30,6 +30,9 @@ if TYPE_CHECKING:
         QueueUpdateEvent,
         SessionAgentEndEvent,
         SessionInfoChangedEvent,
+        SummarizationRetryAttemptStartEvent,
+        SummarizationRetryFinishedEvent,
+        SummarizationRetryScheduledEvent,
         ThinkingLevelChangedEvent,
     )
     from .settings import AgentSessionSettings, RetrySettings
@@ -49,6 +52,9 @@ _HOMES = {
     "SessionAgentEndEvent": "events",
     "SessionInfoChangedEvent": "events",
     "StreamingBehavior": "agent_session",
+    "SummarizationRetryAttemptStartEvent": "events",
+    "SummarizationRetryFinishedEvent": "events",
+    "SummarizationRetryScheduledEvent": "events",
     "ThinkingLevelChangedEvent": "events",
 }
 
@@ -67,6 +73,9 @@ __all__ = [
     "SessionAgentEndEvent",
     "SessionInfoChangedEvent",
     "StreamingBehavior",
+    "SummarizationRetryAttemptStartEvent",
+    "SummarizationRetryFinishedEvent",
+    "SummarizationRetryScheduledEvent",
     "ThinkingLevelChangedEvent",
 ]
 

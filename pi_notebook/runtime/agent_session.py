@@ -39,6 +39,7 @@ from .events import (
     SessionAgentEndEvent,
     SessionInfoChangedEvent,
     ThinkingLevelChangedEvent,
+    summary_retry,
 )
 from .retry import AutoRetry
 from .settings import AgentSessionSettings
@@ -91,6 +92,7 @@ class AgentSession:
             lambda: self.settings.compaction,
             self._emit,
             self._summary_timeout_ms,
+            lambda: self.settings.retry,
         )
         self._unsubscribe_agent = agent.subscribe(self._handle_agent_event)
 
@@ -476,6 +478,7 @@ class AgentSession:
                 label=label,
                 reserve_tokens=self.settings.compaction.reserve_tokens,
                 timeout_ms=self._summary_timeout_ms(),
+                retry=summary_retry(self.settings.retry, self._emit, "branchSummary"),
                 controller=controller,
             )
         finally:

@@ -44,7 +44,9 @@ from .events import (
     CompactionReason,
     CompactionStartEvent,
     compaction_result_dict,
+    summary_retry,
 )
+from .settings import RetrySettings
 
 __all__ = ["OVERFLOW_GAVE_UP", "Compactor"]
 
@@ -75,6 +77,8 @@ class Compactor:
     settings: Callable[[], CompactionSettings]
     emit: Callable[[AgentSessionEvent], None]
     summary_timeout_ms: Callable[[], int | None] = lambda: None
+    retry_settings: Callable[[], RetrySettings] = RetrySettings
+    """Summary requests are retried under the session's retry settings, as Pi's are."""
     overflow_recovery_attempted: bool = False
     _auto_abort: AbortController | None = None
     _manual_abort: AbortController | None = None
@@ -88,16 +92,19 @@ class Compactor:
             if controller is not None:
                 controller.abort()
 
-    def _request(self, controller: AbortController) -> SummaryRequest:
+    def _request(self, controller: AbortController, reason: CompactionReason) -> SummaryRequest:
         """The conversation's own model, stream function and thinking level summarize."""
         state = self.agent.state
         level = state.thinking_level
+        policy, callbacks = summary_retry(self.retry_settings(), self.emit, "compaction", reason)
         return SummaryRequest(
             model=state.model,
             stream_fn=self.agent.stream_fn,
             signal=controller.signal,
             thinking_level=None if level == "off" else level,
+            retry=policy,
             timeout_ms=self.summary_timeout_ms(),
+            callbacks=callbacks,
         )
 
     async def check(self, message: Any, skip_aborted: bool = True) -> bool:
@@ -153,7 +160,7 @@ class Compactor:
         self.emit(CompactionStartEvent(reason))
         controller = self._auto_abort = AbortController()
         try:
-            result = await compact(preparation, self._request(controller), None)
+            result = await compact(preparation, self._request(controller, reason), None)
             if controller.signal.aborted:
                 self.emit(CompactionEndEvent(reason, None, True, False))
                 return False
@@ -212,7 +219,7 @@ class Compactor:
             if path and isinstance(path[-1], CompactionEntry):
                 raise CompactionError("Already compacted")
             raise CompactionError("Nothing to compact (session too small)")
-        result = await compact(preparation, self._request(controller), instructions)
+        result = await compact(preparation, self._request(controller, "manual"), instructions)
         if controller.signal.aborted:
             raise CompactionError("Compaction cancelled")
         self.emit(CompactionEndEvent("manual", self._apply(result), False, False))

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any, Literal, TypeAlias
 
 from ..agent.types import AgentEvent, AgentMessage, _AgentEvent
+from ..ai.retry import RetryCallbacks, RetryPolicy
 from ..session import CompactionResult, SessionEntry
 
 __all__ = [
@@ -27,8 +28,12 @@ __all__ = [
     "QueueUpdateEvent",
     "SessionAgentEndEvent",
     "SessionInfoChangedEvent",
+    "SummarizationRetryAttemptStartEvent",
+    "SummarizationRetryFinishedEvent",
+    "SummarizationRetryScheduledEvent",
     "ThinkingLevelChangedEvent",
     "compaction_result_dict",
+    "summary_retry",
 ]
 
 CompactionReason: TypeAlias = Literal["manual", "threshold", "overflow"]
@@ -145,6 +150,32 @@ class AutoRetryEndEvent(_SessionEvent):
 
 
 @dataclass(slots=True)
+class SummarizationRetryScheduledEvent(_SessionEvent):
+    """A summary request (compaction, branch summary) failed transiently and will be retried."""
+
+    attempt: int
+    max_attempts: int
+    delay_ms: int
+    error_message: str
+    type: Literal["summarization_retry_scheduled"] = "summarization_retry_scheduled"
+
+
+@dataclass(slots=True)
+class SummarizationRetryAttemptStartEvent(_SessionEvent):
+    """The retried summary request starts: ``source`` "compaction" (with its ``reason``) or
+    "branchSummary"."""
+
+    source: Literal["compaction", "branchSummary"]
+    reason: CompactionReason | None = None
+    type: Literal["summarization_retry_attempt_start"] = "summarization_retry_attempt_start"
+
+
+@dataclass(slots=True)
+class SummarizationRetryFinishedEvent(_SessionEvent):
+    type: Literal["summarization_retry_finished"] = "summarization_retry_finished"
+
+
+@dataclass(slots=True)
 class EntryAppendedEvent(_SessionEvent):
     """An entry an extension appended to the session file."""
 
@@ -173,6 +204,9 @@ AgentSessionEvent: TypeAlias = (
     | CompactionEndEvent
     | AutoRetryStartEvent
     | AutoRetryEndEvent
+    | SummarizationRetryScheduledEvent
+    | SummarizationRetryAttemptStartEvent
+    | SummarizationRetryFinishedEvent
     | EntryAppendedEvent
     | SessionInfoChangedEvent
     | ThinkingLevelChangedEvent
@@ -193,3 +227,22 @@ def compaction_result_dict(result: CompactionResult, estimated_tokens_after: int
         out["usage"] = result.usage.model_dump()
     out["details"] = result.details
     return out
+
+
+def summary_retry(
+    settings: Any,
+    emit: Callable[[AgentSessionEvent], None],
+    source: Literal["compaction", "branchSummary"],
+    reason: CompactionReason | None = None,
+) -> tuple[RetryPolicy, RetryCallbacks]:
+    """The retry of a summary request under the session's retry settings (as Pi's), and the
+    callbacks that report it as ``summarization_retry_*`` events."""
+    policy = RetryPolicy(
+        enabled=settings.enabled, max_retries=settings.max_retries, base_delay_ms=settings.base_delay_ms
+    )
+    callbacks = RetryCallbacks(
+        on_retry_scheduled=lambda a, m, d, e: emit(SummarizationRetryScheduledEvent(a, m, d, e)),
+        on_retry_attempt_start=lambda: emit(SummarizationRetryAttemptStartEvent(source, reason)),
+        on_retry_finished=lambda *_: emit(SummarizationRetryFinishedEvent()),
+    )
+    return policy, callbacks

@@ -20,6 +20,7 @@ from typing import Any, Literal
 from ..agent import Agent
 from ..agent.agent import has_model
 from ..ai.abort import AbortController
+from ..ai.retry import RetryCallbacks, RetryPolicy
 from ..ai.types import UserMessage, content_text
 from ..session import (
     BranchSummaryEntry,
@@ -75,6 +76,7 @@ async def navigate_tree(
     label: str | None = None,
     reserve_tokens: int = 16384,
     timeout_ms: int | None = None,
+    retry: tuple[RetryPolicy, RetryCallbacks] | None = None,
     controller: AbortController | None = None,
 ) -> NavigateResult:
     """See the module docstring (the caller has checked that nothing streams). Raises
@@ -98,6 +100,7 @@ async def navigate_tree(
             replace_instructions=replace_instructions,
             reserve_tokens=reserve_tokens,
             timeout_ms=timeout_ms,
+            retry=retry,
             controller=controller or AbortController(),
         )
         if summary is not None and summary.aborted:
@@ -132,14 +135,21 @@ async def _summary(
     replace_instructions: bool,
     reserve_tokens: int,
     timeout_ms: int | None,
+    retry: tuple[RetryPolicy, RetryCallbacks] | None,
     controller: AbortController,
 ) -> BranchSummaryResult | None:
     """The summary of the branch being left (``None`` when nothing is left behind)."""
     entries, _ = collect_entries_for_branch_summary(manager, old_leaf, target_id)
     if not entries:
         return None
+    policy, callbacks = retry if retry is not None else (None, None)
     request = SummaryRequest(
-        model=agent.state.model, stream_fn=agent.stream_fn, signal=controller.signal, timeout_ms=timeout_ms
+        model=agent.state.model,
+        stream_fn=agent.stream_fn,
+        signal=controller.signal,
+        timeout_ms=timeout_ms,
+        retry=policy,
+        callbacks=callbacks,
     )
     result = await generate_branch_summary(
         entries, request, reserve_tokens, instructions, replace_instructions

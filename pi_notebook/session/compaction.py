@@ -26,7 +26,7 @@ from typing import Any
 from ..ai.abort import AbortSignal
 from ..ai.entry import stream_simple
 from ..ai.options import SimpleStreamOptions
-from ..ai.retry import RetryPolicy, retry_assistant_call
+from ..ai.retry import RetryCallbacks, RetryPolicy, retry_assistant_call
 from ..ai.types import AssistantMessage, Context, Model, TextContent, Usage, UserMessage, content_text
 from .context import build_session_context
 from .entries import CompactionEntry, MessageEntry, SessionEntry, uuidv7
@@ -295,6 +295,8 @@ class SummaryRequest:
     retry: RetryPolicy | None = None
     timeout_ms: int | None = None
     """The stream options' ``timeout_ms`` (an idle timeout per request); ``None``: the default."""
+    callbacks: RetryCallbacks | None = None
+    """Told when a summary request is retried (``retry_assistant_call``'s hooks)."""
 
 
 async def complete_summarization(
@@ -324,7 +326,7 @@ async def complete_summarization(
         result: AssistantMessage = await stream.result()
         return result
 
-    return await retry_assistant_call(produce, request.retry, request.signal)
+    return await retry_assistant_call(produce, request.retry, request.signal, request.callbacks)
 
 
 def _max_tokens(model: Model, fraction: float, reserve_tokens: int) -> int:

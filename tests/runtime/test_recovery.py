@@ -138,3 +138,47 @@ async def test_a_second_overflow_in_a_row_gives_up(faux: FauxRegistration, tmp_p
     await session.prompt("second question")
     assert [e.get("errorMessage") for e in events] == [None, OVERFLOW_GAVE_UP]
     assert session.messages[-1].stop_reason == "error"  # type: ignore[union-attr]
+
+
+async def test_a_summary_request_is_retried_under_the_retry_settings(
+    faux: FauxRegistration, tmp_path: Path
+) -> None:
+    faux.set_responses(
+        [
+            faux_assistant_message([faux_text("first answer " * 20)]),
+            overflow("503 Service Unavailable"),  # the summary request fails once, transiently
+            faux_assistant_message([faux_text("the summary")]),
+        ]
+    )
+    session = compacting(faux, tmp_path)
+    session.settings = AgentSessionSettings(
+        retry=RetrySettings(base_delay_ms=1), compaction=session.settings.compaction
+    )
+    await session.prompt("first question " * 20)
+    events = record(
+        session,
+        "compaction_end",
+        "summarization_retry_scheduled",
+        "summarization_retry_attempt_start",
+        "summarization_retry_finished",
+    )
+    await session.compact()
+    assert [e["type"] for e in events] == [
+        "summarization_retry_scheduled",
+        "summarization_retry_attempt_start",
+        "summarization_retry_finished",
+        "compaction_end",
+    ]
+    assert events[0] == {
+        "type": "summarization_retry_scheduled",
+        "attempt": 1,
+        "maxAttempts": 3,
+        "delayMs": 1,
+        "errorMessage": "503 Service Unavailable",
+    }
+    assert events[1] == {
+        "type": "summarization_retry_attempt_start",
+        "source": "compaction",
+        "reason": "manual",
+    }
+    assert events[-1]["result"]["summary"].endswith("the summary")
