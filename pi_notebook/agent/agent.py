@@ -181,6 +181,7 @@ class _ActiveRun:
     task: asyncio.Task[Any] | None = None
     waiters: list[asyncio.Future[None]] = field(default_factory=list)  # callers' own waits
     done: bool = False
+    failure: Exception | None = None  # the failure path itself raised: the caller gets it
 
     def finished(self) -> asyncio.Future[None]:
         """A future of the caller's own that the end of the run resolves (done now if over)."""
@@ -490,8 +491,11 @@ class Agent:
                 # A crash after agent_end (a listener of it) emits nothing more, but still
                 # reaches state.error_message, as Pi's failure turn would set it.
                 self._run_state.error_message = error_text(exc, aborted)
-            for event in events:
-                await emit_event(lambda e: self._process_event(run, e), event)
+            try:
+                for event in events:
+                    await emit_event(lambda e: self._process_event(run, e), event)
+            except Exception as again:  # a listener raised on the failure turn too (Pi: prompt rejects)
+                run.failure = again
             if not isinstance(exc, Exception | asyncio.CancelledError):
                 raise
         finally:
@@ -515,6 +519,8 @@ class Agent:
         the same through two relayed callbacks, an event-loop iteration more per prompt."""
         try:
             await run.finished()
+            if run.failure is not None:
+                raise run.failure
         except asyncio.CancelledError:
             if run.done:
                 raise

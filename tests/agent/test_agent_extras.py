@@ -36,6 +36,7 @@ from pi_notebook.agent import (
 )
 from pi_notebook.ai.abort import AbortSignal
 from pi_notebook.ai.entry import stream_simple
+from pi_notebook.ai.faux import FauxRegistration, faux_assistant_message
 from pi_notebook.ai.types import ImageContent, Model, TextContent, UserMessage
 
 
@@ -309,3 +310,20 @@ async def test_a_sync_execute_runs_in_a_worker_thread_and_may_report_progress() 
     ]
     result = next(m for m in agent.state.messages if m.role == "toolResult")
     assert result.content == [TextContent(text="sync x")]
+
+
+async def test_a_listener_that_raises_on_the_failure_turn_too_rejects_prompt(faux: FauxRegistration) -> None:
+    """Pi: when the failure path itself throws, ``prompt()`` rejects. The exception reaches the
+    caller instead of being left on the run's task ("Task exception was never retrieved")."""
+    faux.set_responses([faux_assistant_message("Fine.")])
+    agent = Agent(initial_state={"model": faux.get_model()})
+
+    def boom(event: Any, signal: Any) -> None:
+        if event.type == "turn_end":
+            raise RuntimeError("listener boom")
+
+    agent.subscribe(boom)
+    with pytest.raises(RuntimeError, match="listener boom"):
+        await agent.prompt("hi")
+    assert agent.state.is_streaming is False
+    assert agent.state.error_message == "listener boom"
