@@ -26,13 +26,13 @@ from ..ai.abort import AbortController, AbortError
 from ..ai.overflow import is_context_overflow
 from ..session import (
     CompactionEntry,
-    CompactionError,
     CompactionResult,
     CompactionSettings,
     SessionManager,
     SummaryRequest,
     calculate_context_tokens,
     compact,
+    compact_session,
     estimate_context_tokens,
     estimate_tokens,
     prepare_compaction,
@@ -190,6 +190,10 @@ class Compactor:
             from_hook=False,
             usage=result.usage,
         )
+        return self._context_after(result)
+
+    def _context_after(self, result: CompactionResult) -> dict[str, Any]:
+        """Give the agent the context after the compaction entry; the event's result."""
         messages = self.manager.build_session_context().messages
         self.agent.state.messages = messages
         return compaction_result_dict(result, sum(estimate_tokens(m) for m in messages))
@@ -213,14 +217,14 @@ class Compactor:
         return result
 
     async def _manual(self, controller: AbortController, instructions: str | None) -> CompactionResult:
-        path = self.manager.get_branch()
-        preparation = prepare_compaction(path, self.settings())
-        if preparation is None:
-            if path and isinstance(path[-1], CompactionEntry):
-                raise CompactionError("Already compacted")
-            raise CompactionError("Nothing to compact (session too small)")
-        result = await compact(preparation, self._request(controller, "manual"), instructions)
-        if controller.signal.aborted:
-            raise CompactionError("Compaction cancelled")
-        self.emit(CompactionEndEvent("manual", self._apply(result), False, False))
+        request = self._request(controller, "manual")
+        entry = await compact_session(self.manager, request, self.settings(), instructions)
+        result = CompactionResult(
+            summary=entry.summary,
+            first_kept_entry_id=entry.first_kept_entry_id,
+            tokens_before=entry.tokens_before,
+            usage=entry.usage,
+            details=entry.details or {},
+        )
+        self.emit(CompactionEndEvent("manual", self._context_after(result), False, False))
         return result
