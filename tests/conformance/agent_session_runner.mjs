@@ -179,6 +179,16 @@ class ScenarioRun {
     return model;
   }
 
+  // navigate: {userTurn: N (the N-th user message of the branch, 0-based) | entry: "leafParent",
+  // summarize?, label?}; the result is what navigateTree returned, the summary entry's text only.
+  async navigate(spec) {
+    const manager = this.session.sessionManager;
+    const users = manager.getBranch().filter((e) => e.type === "message" && e.message.role === "user");
+    const target = spec.userTurn !== undefined ? users[spec.userTurn].id : manager.getLeafEntry().parentId;
+    const result = await this.session.navigateTree(target, { summarize: spec.summarize ?? false, label: spec.label });
+    return { ok: true, editorText: result.editorText ?? null, cancelled: result.cancelled, summary: result.summaryEntry?.summary ?? null };
+  }
+
   async step(step) {
     const session = this.session;
     try {
@@ -188,6 +198,7 @@ class ScenarioRun {
       else if (step.setSessionName !== undefined) session.setSessionName(step.setSessionName);
       else if (step.compact !== undefined) await session.compact(step.compact ?? undefined);
       else if (step.waitForIdle) await session.waitForIdle();
+      else if (step.navigate !== undefined) return await this.navigate(step.navigate);
       else throw new Error(`unknown step ${JSON.stringify(step)}`);
       return { ok: true };
     } catch (error) {

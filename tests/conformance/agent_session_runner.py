@@ -30,7 +30,8 @@ A scenario (all keys but ``name``, ``description`` and ``responses`` optional):
   ``"followUp"``, or none), ``steer``, ``followUp`` (``text``), ``abort`` (at once, or ``afterMs`` later).
   A failing action records its error message in ``actionErrors``.
 * ``steps``, run in order: ``{prompt}``, ``{setModel: id}``, ``{setThinkingLevel}``,
-  ``{setSessionName}``, ``{compact: instructions | null}``, ``{waitForIdle: true}``.
+  ``{setSessionName}``, ``{compact: instructions | null}``, ``{waitForIdle: true}``,
+  ``{navigate: {userTurn | entry: "leafParent", summarize?, label?}}`` (``navigate_tree``).
 * ``deviation``: the deliberate differences the scenario hits (``agent_session_deviations``).
 """
 
@@ -189,6 +190,24 @@ class ScenarioRun:
             raise ValueError(f"no faux model {model_id}")
         return model
 
+    async def navigate(self, spec: dict[str, Any]) -> dict[str, Any]:
+        """``navigate`` as the node runner does it (targets named by position, ids differ)."""
+        manager = self.session.session_manager
+        users = [e for e in manager.get_branch() if e.type == "message" and e.message.role == "user"]
+        leaf = manager.get_leaf_entry()
+        target = users[spec["userTurn"]].id if "userTurn" in spec else (leaf.parent_id if leaf else None)
+        assert target is not None
+        result = await self.session.navigate_tree(
+            target, summarize=spec.get("summarize", False), label=spec.get("label")
+        )
+        summary = result.summary_entry.summary if result.summary_entry is not None else None
+        return {
+            "ok": True,
+            "editorText": result.editor_text,
+            "cancelled": result.cancelled,
+            "summary": summary,
+        }
+
     async def step(self, step: dict[str, Any]) -> dict[str, Any]:
         session = self.session
         try:
@@ -204,6 +223,8 @@ class ScenarioRun:
                 await session.compact(step["compact"])
             elif step.get("waitForIdle"):
                 await session.wait_for_idle()
+            elif "navigate" in step:
+                return await self.navigate(step["navigate"])
             else:
                 raise ValueError(f"unknown step {step}")
         except Exception as exc:  # a step's error is part of the result, as in the node runner

@@ -90,7 +90,7 @@ def test_before_tool_call_hook_may_answer_with_a_mapping(ip: Any, faux: FauxRegi
     assert tool_result.is_error
     assert tool_result.content[0].text == "not in this notebook"
     assert "has no attribute" not in text
-    assert agent.before_tool_call is not None  # the user's hook is put back after the run
+    assert agent.before_tool_call is not None  # the user's hook, never replaced by the run's gate
 
 
 # --- c. failed turns in %pi history -----------------------------------------------------------
