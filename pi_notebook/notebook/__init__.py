@@ -14,20 +14,21 @@ Top level, the extension and what every part reads:
 Sub-packages, by concern:
 
 * ``commands/``: the ``%pi`` subcommands (``conversation``, ``mcp``, ``sessions``).
-* ``run/``: one cell's run: ``runner``, ``approval`` (the gate, ``ask_approval`` for user
-  hooks, the run mode), ``requests`` (per-run request settings), ``retry``, ``errors``.
+* ``run/``: one cell's run: ``plan`` (the cell planned as a value), ``runner`` (the plan run
+  through the conversation's ``AgentSession``), ``approval`` (the gate, ``ask_approval`` for
+  user hooks, the run mode), ``requests`` (the run's ``AgentRunOptions``), ``errors``.
 * ``kernel/``: what depends on the ipykernel version: ``compat``, ``interrupts`` (SIGINT and
   the fallback's main-thread bridge).
-* ``view/``: ``reduce``, the pure reducer ``AgentEvent -> ViewState`` (``state``), with no
-  widget imports; ``render/`` (``text``, ``static_html``, ``markdown``): deterministic
+* ``view/``: ``reduce``, the pure reducer of agent and session events into a ``ViewState``
+  (``state``, ``notices``), with no widget imports; ``render/`` (``text``, ``static_html``, ``markdown``): deterministic
   ``text/plain``, static ``text/html`` and Markdown from a ``ViewState``; ``live`` (+
   ``parts``): ``LiveView``, the live ipywidgets output with coalesced updates and Stop /
   Approve / Deny / steering controls; ``run_view``: the ``RunView`` protocol the runner draws
   into, and ``StaticView``.
 * ``tools/``: the notebook tools (``notebook_tools``) and what they read: ``cells``,
   ``cell_log``, ``outputs``, ``frames``, ``references`` (bounded, secret-safe summaries).
-* ``sessions/``: the glue to Pi session files: ``sessions`` (recording, resume),
-  ``compact``, ``replay``.
+* ``sessions/``: the glue to Pi session files: ``sessions`` (one ``AgentSession`` per
+  conversation, where it records, resume), ``replay``.
 
 The sub-packages import the top level and each other without a cycle (``commands`` ->
 ``run`` -> ``sessions``, ``tools``, ``view``, ``kernel``); their ``__init__`` files import

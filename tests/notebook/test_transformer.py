@@ -16,7 +16,7 @@ from kernel_ipshell import ip_fixture  # noqa: F401
 
 from pi_notebook.notebook import extension
 from pi_notebook.notebook.extension import split_pi_cell
-from pi_notebook.notebook.run.runner import strip_markers
+from pi_notebook.notebook.run.plan import strip_markers
 
 
 def lines(cell: str) -> list[str]:

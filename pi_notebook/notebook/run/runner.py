@@ -55,7 +55,7 @@ from .errors import RunFailed, RunInterrupted, explain_error
 from .plan import RunPlan, plan_run, prepare_conversation, strip_markers
 from .requests import probe_local_server, run_options
 
-__all__ = ["PiRun", "prepare_run", "run_pi", "run_pi_sync", "strip_markers"]
+__all__ = ["PiRun", "prepare_run", "run_pi", "run_pi_sync"]
 
 _display: Callable[..., Any] = _untyped_display
 

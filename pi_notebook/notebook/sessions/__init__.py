@@ -1,3 +1,4 @@
-"""The notebook's glue to Pi session files: ``sessions`` (``NotebookSessions``: where a
-notebook's conversations are recorded, resume), ``compact`` (automatic and ``%pi compact``
-compaction for a conversation) and ``replay`` (``--replay``: playing a recorded run back)."""
+"""The notebook's glue to Pi session files: ``sessions`` (``NotebookSessions``: one
+``AgentSession`` per conversation, where its file goes, the notebook's tags, resume) and
+``replay`` (``--replay``: playing a recorded run back). Recording, retry and compaction are
+the ``AgentSession``'s (``pi_notebook.runtime``)."""
