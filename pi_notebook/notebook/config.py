@@ -94,6 +94,11 @@ class PiConfig(Configurable):
         "extension loads (or on the first %%pi)."
     ).tag(config=True)
     max_turns = Int(0, help="Default --max-turns (0: no limit).").tag(config=True)
+    loop_guard = Int(
+        3,
+        help="Stop a run when the model makes this many identical tool calls in a row (same tool, "
+        "same arguments); 0: off.",
+    ).tag(config=True)
     text = Bool(False, help="Plain-text output by default (no widgets).").tag(config=True)
     raise_on_error = Bool(
         None,
@@ -160,7 +165,7 @@ class PiConfig(Configurable):
         except ValueError as exc:
             raise TraitError(str(exc)) from None
 
-    @validate("retries", "retry_base_delay", "timeout")
+    @validate("retries", "retry_base_delay", "timeout", "loop_guard")
     def _check_not_negative(self, proposal: Any) -> Any:
         if proposal["value"] < 0:
             raise TraitError(f"PiMagics.{proposal['trait'].name} must be 0 or more, not {proposal['value']}")

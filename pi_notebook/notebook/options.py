@@ -81,6 +81,7 @@ class RunOptions:
         self.replay: bool = bool(ns.replay or config.replay or env_flag(REPLAY_ENV))
         self.retries: int = config.retries
         self.retry_base_delay: float = config.retry_base_delay
+        self.loop_guard: int = config.loop_guard
 
 
 def parse_options(line: str, config: PiConfig) -> RunOptions:

@@ -29,7 +29,7 @@ from ..agent.types import AgentEvent, AgentMessage
 from ..ai.abort import AbortController, AbortSignal
 from ..ai.models import clamp_thinking_level, get_supported_thinking_levels
 from ..ai.types import ImageContent, Model, TextContent, UserMessage, content_text, now_ms
-from ..session import CompactionResult, SessionManager, SessionRecorder, convert_to_llm
+from ..session import CompactionResult, CompactionSettings, SessionManager, SessionRecorder, convert_to_llm
 from .compaction import Compactor
 from .events import (
     AgentSessionEvent,
@@ -449,6 +449,11 @@ class AgentSession:
 
     # --- compaction, the tree ----------------------------------------------------------------
 
+    def compaction_settings(self) -> CompactionSettings:
+        """The compaction settings in effect for the current model: ``settings.compaction``
+        with Pi's defaults fitted to a small window (``compaction.fit_to_window``)."""
+        return self._compactor.fitted_settings()
+
     async def compact(self, custom_instructions: str | None = None) -> CompactionResult:
         """Stop the agent, then summarize the older part of the branch (Pi's ``/compact``)."""
         await self.abort()
@@ -476,7 +481,7 @@ class AgentSession:
                 custom_instructions=custom_instructions,
                 replace_instructions=replace_instructions,
                 label=label,
-                reserve_tokens=self.settings.compaction.reserve_tokens,
+                reserve_tokens=self.compaction_settings().reserve_tokens,
                 timeout_ms=self._summary_timeout_ms(),
                 retry=summary_retry(self.settings.retry, self._emit, "branchSummary"),
                 controller=controller,

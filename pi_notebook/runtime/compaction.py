@@ -12,12 +12,16 @@ does it (``_checkCompaction``, ``_runAutoCompaction``, ``compact``):
 
 An answer older than the latest compaction never triggers another one. Every attempt emits
 ``compaction_start`` / ``compaction_end``.
+
+**Small windows** (not in Pi): all three use the settings :func:`fit_to_window` makes for the
+model's window, so Pi's default reserve and keep shrink with a window under 64k tokens instead
+of making every answer compact (and a manual compaction find nothing to summarize).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
@@ -25,6 +29,7 @@ from ..agent import Agent
 from ..ai.abort import AbortController, AbortError
 from ..ai.overflow import is_context_overflow
 from ..session import (
+    DEFAULT_COMPACTION_SETTINGS,
     CompactionEntry,
     CompactionResult,
     CompactionSettings,
@@ -48,12 +53,37 @@ from .events import (
 )
 from .settings import RetrySettings
 
-__all__ = ["OVERFLOW_GAVE_UP", "Compactor"]
+__all__ = ["FULL_WINDOW", "OVERFLOW_GAVE_UP", "Compactor", "fit_to_window"]
 
 OVERFLOW_GAVE_UP = (
     "Context overflow recovery failed after one compact-and-retry attempt. "
     "Try reducing context or switching to a larger-context model."
 )
+
+
+FULL_WINDOW = 65_536
+"""The smallest window Pi's defaults fit: their reserve (16,384) is a quarter of it."""
+
+
+def fit_to_window(settings: CompactionSettings, window: int) -> CompactionSettings:
+    """The settings compaction uses with a model of ``window`` tokens.
+
+    Pi's defaults assume a large window: with 8,192 tokens, ``window - 16,384`` is negative, so
+    every answer would compact, and keeping 20,000 tokens keeps everything. Under
+    :data:`FULL_WINDOW` tokens each default shrinks in proportion to the window (a quarter of
+    it for the reserve, about 30 % for the kept part: Pi's values as they relate to a 64k
+    window). A value other than Pi's default was chosen by the caller and is used as given; an
+    unknown window (0) changes nothing.
+    """
+    if not 0 < window < FULL_WINDOW:
+        return settings
+    default = DEFAULT_COMPACTION_SETTINGS
+    reserve, keep = settings.reserve_tokens, settings.keep_recent_tokens
+    if reserve == default.reserve_tokens:
+        reserve = reserve * window // FULL_WINDOW
+    if keep == default.keep_recent_tokens:
+        keep = keep * window // FULL_WINDOW
+    return replace(settings, reserve_tokens=reserve, keep_recent_tokens=keep)
 
 
 def iso_to_ms(stamp: str) -> int:
@@ -92,6 +122,10 @@ class Compactor:
             if controller is not None:
                 controller.abort()
 
+    def fitted_settings(self) -> CompactionSettings:
+        """The session's settings for the current model's window (:func:`fit_to_window`)."""
+        return fit_to_window(self.settings(), self.agent.state.model.context_window or 0)
+
     def _request(self, controller: AbortController, reason: CompactionReason) -> SummaryRequest:
         """The conversation's own model, stream function and thinking level summarize."""
         state = self.agent.state
@@ -110,7 +144,7 @@ class Compactor:
     async def check(self, message: Any, skip_aborted: bool = True) -> bool:
         """Pi's check of the last answer; True when the agent is to continue (a retried turn,
         or queued messages after a threshold compaction)."""
-        settings = self.settings()
+        settings = self.fitted_settings()
         if not settings.enabled or (skip_aborted and message.stop_reason == "aborted"):
             return False
         model = self.agent.state.model
@@ -154,7 +188,7 @@ class Compactor:
             self.agent.state.messages = messages[:-1]
 
     async def _auto(self, reason: CompactionReason, *, will_retry: bool) -> bool:
-        preparation = prepare_compaction(self.manager.get_branch(), self.settings())
+        preparation = prepare_compaction(self.manager.get_branch(), self.fitted_settings())
         if preparation is None:
             return False
         self.emit(CompactionStartEvent(reason))
@@ -218,7 +252,7 @@ class Compactor:
 
     async def _manual(self, controller: AbortController, instructions: str | None) -> CompactionResult:
         request = self._request(controller, "manual")
-        entry = await compact_session(self.manager, request, self.settings(), instructions)
+        entry = await compact_session(self.manager, request, self.fitted_settings(), instructions)
         result = CompactionResult(
             summary=entry.summary,
             first_kept_entry_id=entry.first_kept_entry_id,

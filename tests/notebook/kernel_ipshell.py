@@ -61,6 +61,7 @@ def ip_fixture(monkeypatch: pytest.MonkeyPatch) -> Iterator[InteractiveShell]:
                 "tools",
                 "approve",
                 "max_turns",
+                "loop_guard",
                 "text",
                 "raise_on_error",
                 "temperature",

@@ -374,6 +374,63 @@ def test_max_turns_stops_after_n_turns(ip: Any, faux: FauxRegistration) -> None:
     assert "Stopped after 1 turn (--max-turns 1)." in plain(captured)
 
 
+def inspect(name: str, call_id: str) -> Any:
+    return tool_use("inspect_variable", {"name": name}, call_id)
+
+
+LOOP_NOTICE = (
+    "Stopped: the model called inspect_variable 3 times in a row with the same arguments. "
+    "%config PiMagics.loop_guard = 0 turns this check off."
+)
+
+
+def test_the_loop_guard_stops_identical_tool_calls(ip: Any, faux: FauxRegistration) -> None:
+    ip.user_ns["x"] = 41
+    faux.set_responses([inspect("x", f"call-{i}") for i in range(5)] + ["never"])
+    result, captured = pi(ip, MODEL, "what is x?")
+    assert result.error_in_exec is None
+    assert faux.state.call_count == 3
+    done = ip.user_ns["_pi"]
+    assert done.stop_reason == "toolUse"  # as a run --max-turns stopped
+    assert [m.role for m in done.messages] == ["user"] + ["assistant", "toolResult"] * 3
+    assert all("41" in m.content[0].text for m in done.messages if m.role == "toolResult")
+    assert LOOP_NOTICE in plain(captured)
+    assert "loop guard: a run stops after 3 identical tool calls in a row" in line(ip, "status")
+    faux.set_responses(["x is 41."])  # the transcript is valid: the conversation goes on
+    pi(ip, "", "so?")
+    assert ip.user_ns["_pi"].text == "x is 41."
+
+
+def test_other_arguments_in_between_do_not_trip_the_loop_guard(ip: Any, faux: FauxRegistration) -> None:
+    ip.user_ns.update(x=1, y=2)
+    calls = [inspect(name, f"c{i}") for i, name in enumerate("xxyxx")]
+    faux.set_responses([*calls, "x is 1, y is 2."])
+    _, captured = pi(ip, MODEL, "x and y?")
+    assert faux.state.call_count == 6
+    assert ip.user_ns["_pi"].stop_reason == "stop"
+    assert "Stopped" not in plain(captured)
+
+
+def test_loop_guard_zero_turns_it_off(ip: Any, faux: FauxRegistration) -> None:
+    ip.user_ns["x"] = 1
+    ip.run_line_magic("config", "PiMagics.loop_guard = 0")
+    try:
+        faux.set_responses([inspect("x", f"call-{i}") for i in range(5)] + ["x is 1."])
+        _, captured = pi(ip, MODEL, "x?")
+        assert faux.state.call_count == 6
+        assert ip.user_ns["_pi"].text == "x is 1."
+        assert "Stopped" not in plain(captured)
+        assert "loop guard: off" in line(ip, "status")
+        ip.run_line_magic("config", "PiMagics.loop_guard = 4")
+        faux.set_responses([inspect("x", f"again-{i}") for i in range(5)] + ["never"])
+        _, captured = pi(ip, "", "x again?")
+        assert "called inspect_variable 4 times in a row" in plain(captured)
+        with pytest.raises(Exception, match="must be 0 or more"):
+            ip.magics_manager.registry["PiMagics"].loop_guard = -1
+    finally:
+        ip.run_line_magic("config", "PiMagics.loop_guard = 3")
+
+
 def test_user_hooks_run_first_and_are_restored(ip: Any, faux: FauxRegistration) -> None:
     agent = conversations.current()
 

@@ -244,6 +244,48 @@ def test_resume_flag_on_a_cell_and_nothing_to_resume(ip: Any, faux: FauxRegistra
         line(ip, "--name nobody resume")
 
 
+RECORDED = "A recorded conversation of this notebook exists"
+
+
+def test_a_restarted_kernel_says_a_recorded_conversation_exists(
+    ip: Any, faux: FauxRegistration, sdir: Path, tmp_path: Path
+) -> None:
+    ip.user_ns["__vsc_ipynb_file__"] = str(tmp_path / "analysis.ipynb")
+    faux.set_responses([f"answer {i}" for i in range(10)])
+    _, captured = cell(ip, MODEL, "q1")
+    assert RECORDED not in plain(captured)  # a fresh notebook has nothing recorded
+    cell(ip, "", "q2")
+    cell(ip, f"{MODEL} --name side", "s1")
+    restart(ip)
+    _, captured = cell(ip, MODEL, "q3")
+    assert f"{RECORDED} (default, 4 messages): %pi resume continues it." in plain(captured)
+    assert [m.content[0].text for m in conversations.current().state.messages] == ["q3", "answer 3"]
+    _, captured = cell(ip, "", "q4")
+    assert RECORDED not in plain(captured)  # said once
+    line(ip, "reset")
+    _, captured = cell(ip, MODEL, "q5")
+    assert RECORDED not in plain(captured)  # once per conversation in this kernel, even emptied
+    _, captured = cell(ip, f"{MODEL} --name side", "s2")
+    assert f"{RECORDED} (side, 2 messages): %pi --name side resume continues it." in plain(captured)
+
+
+def test_no_recorded_conversation_line_with_resume_new_or_replay(
+    ip: Any, faux: FauxRegistration, sdir: Path, tmp_path: Path
+) -> None:
+    ip.user_ns["__vsc_ipynb_file__"] = str(tmp_path / "analysis.ipynb")
+    faux.set_responses([f"answer {i}" for i in range(10)])
+    cell(ip, MODEL, "q1")
+    for flags in ("--resume", "--new", "--replay"):
+        restart(ip)
+        _, captured = cell(ip, f"{MODEL} {flags}", "q1")
+        assert RECORDED not in plain(captured), flags
+    assert "Resumed " not in plain(captured)  # the replay showed the recorded answer
+    del ip.user_ns["__vsc_ipynb_file__"]  # an unknown notebook: every file of the folder would count
+    restart(ip)
+    _, captured = cell(ip, MODEL, "q2")
+    assert RECORDED not in plain(captured)
+
+
 def test_sessions_lists_this_notebooks_conversations_and_resume_picks_one(
     ip: Any, faux: FauxRegistration, sdir: Path
 ) -> None:

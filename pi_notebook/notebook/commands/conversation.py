@@ -131,6 +131,7 @@ def _status_cmd(state: NotebookState, name: str | None, rest: str) -> None:
         f"tokens: {usage.input} in, {usage.output} out; cost: ${usage.cost.total:.4f}",
         f"tools: {state.config.tools}",
         f"timeout: {timeout_line(state.config)}",
+        f"loop guard: {loop_guard_line(state.config.loop_guard)}",
         f"approve: {state.explain_approval(mode)}",
         *_approvals_lines(state),
         f"controls: {controls_line(mode)}",
@@ -138,6 +139,13 @@ def _status_cmd(state: NotebookState, name: str | None, rest: str) -> None:
         f"session: {session_line(state.sessions, name or DEFAULT_NAME)}",
     ]
     print("\n".join(lines))
+
+
+def loop_guard_line(limit: int) -> str:
+    """What ``c.PiMagics.loop_guard`` does to a ``%%pi`` run now."""
+    if limit <= 0:
+        return "off (c.PiMagics.loop_guard = 0)"
+    return f"a run stops after {limit} identical tool calls in a row (c.PiMagics.loop_guard; 0: off)"
 
 
 def timeout_line(config: PiConfig) -> str:

@@ -1,12 +1,14 @@
 """One ``%%pi`` cell planned as a value before anything runs: ``RunPlan``.
 
 ``prepare_conversation`` is the one step with side effects, and says so: it gets the cell's
-conversation (creating, replacing or resuming it) and applies ``--model``, ``--thinking`` and
-``--system``, which stay with the conversation. ``plan_run`` then only reads: the prompt as
-typed and as sent (``$`expr``` references expanded), the mode (live or static, can anyone
-click, headless), the approval policy and the tools it gates, the lines shown under the run from
-the start, the recording to replay, whether a failure raises, and the session settings for the
-run (retries, compaction, the summary timeout). The runner (``runner.py``) executes a plan.
+conversation (creating, replacing or resuming it), applies ``--model``, ``--thinking`` and
+``--system``, which stay with the conversation, and on the first cell of an empty conversation
+looks once for a recorded session of it that ``%pi resume`` would continue. ``plan_run`` then
+only reads: the prompt as typed and as sent (``$`expr``` references expanded), the mode (live
+or static, can anyone click, headless), the approval policy and the tools it gates, the lines
+shown under the run from the start, the recording to replay, whether a failure raises, and the
+session settings for the run (retries, compaction, the summary timeout). The runner
+(``runner.py``) executes a plan.
 """
 
 from __future__ import annotations
@@ -71,7 +73,8 @@ class RunPlan:
 
 def prepare_conversation(state: NotebookState, options: RunOptions) -> tuple[Agent, tuple[str, ...]]:
     """The cell's conversation, made ready (see the module docstring), and the lines that say
-    what happened to it (resumed, or nothing to resume)."""
+    what happened to it (resumed, or nothing to resume) or could (a recorded session of an empty
+    conversation exists: once per conversation, ``NotebookSessions.recorded_notice``)."""
     try:
         agent = state.new_conversation(options.name) if options.new else state.conversation(options.name)
     except ValueError as exc:
@@ -81,6 +84,9 @@ def prepare_conversation(state: NotebookState, options: RunOptions) -> tuple[Age
     notes: tuple[str, ...] = ()
     if options.resume and not agent.state.messages:
         notes = (state.sessions.resume_for_cell(options.name, agent),)
+    elif not (agent.state.messages or options.new or options.replay):
+        found = state.sessions.recorded_notice(options.name)  # after a restart: say it exists
+        notes = (found,) if found else ()
     if options.model is not None:
         agent.state.model = options.model
     if options.thinking is not None:

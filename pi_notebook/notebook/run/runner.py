@@ -4,8 +4,9 @@ The cell is planned first (``plan.py``), then ``PiRun`` executes the plan throug
 conversation's ``AgentSession`` (``pi_notebook.runtime``), which records the session file,
 retries transient failures and compacts as Pi does. What the cell adds reaches the agent as
 ``AgentRunOptions`` for this run only: the notebook and MCP tools, the approval gate, the turn
-limit, ``--temperature`` / ``--timeout`` / ``--seed``. The user's ``Agent`` is never patched,
-so a hook the user sets during a run is still there after it.
+limit and the loop guard (``loop_guard.py``), ``--temperature`` / ``--timeout`` / ``--seed``.
+The user's ``Agent`` is never patched, so a hook the user sets during a run is still there
+after it.
 
 The view hears every session event (it draws tokens, retries and compactions); the run's own
 bookkeeping hears only the few events it needs, so a streamed token visits the agent, the
@@ -52,6 +53,7 @@ from ..view.render import render_text
 from ..view.run_view import RunView, StaticView
 from .approval import ApprovalGate, activate, deactivate
 from .errors import RunFailed, RunInterrupted, explain_error
+from .loop_guard import LoopGuard
 from .plan import RunPlan, plan_run, prepare_conversation, strip_markers
 from .requests import probe_local_server, run_options
 
@@ -82,6 +84,7 @@ class PiRun:
         self.interrupted = False
         self.stopped_by_user = False
         self.stopped_at_max_turns = False
+        self.loop_guard = LoopGuard(plan.options.loop_guard)
         self.retry_cancelled = False
         self.compacted = False
         """A compaction replaced the transcript: ``_pi`` takes the run's messages as they ended."""
@@ -143,7 +146,7 @@ class PiRun:
         every = own + tools.build(options.tools) + await self.state.mcp_tools()
         gate = self._gate()
         run = run_options(
-            options, tools=every, before_tool_call=gate, should_stop_after_turn=self._count_turn
+            options, tools=every, before_tool_call=gate, should_stop_after_turn=self._after_turn
         )
         self.session.settings = self.plan.settings
         unsubscribe = (
@@ -195,6 +198,11 @@ class PiRun:
             self.compacted = self.compacted or (event.result is not None and event.reason != "manual")
         elif kind == "auto_retry_end" and event.final_error == "Retry cancelled":
             self.retry_cancelled = True
+
+    def _after_turn(self, ctx: TurnContext) -> bool:
+        """The run's limits, each told of every turn: the loop guard and ``--max-turns``."""
+        looping = self.loop_guard.after_turn(ctx)
+        return self._count_turn(ctx) or looping
 
     def _count_turn(self, ctx: TurnContext) -> bool:
         """``--max-turns``: stop after that many turns (the agent's own hook is asked after)."""
@@ -255,6 +263,9 @@ class PiRun:
             view.add_notice(
                 f"Stopped after {limit} turn{'s' if limit != 1 else ''} (--max-turns {limit}).", "turns"
             )
+        looped = self.loop_guard.notice()
+        if looped:
+            view.add_notice(looped, "loop")
         explained = explain_error(view.state.error_message, self.agent.state.model, self.failure)
         if explained:
             explain(view.state, explained)

@@ -21,6 +21,8 @@ adds to it. Rules:
   in-memory session (compaction and branching still work) and nothing is written.
 * **Restart note.** A conversation resumed from a file tells the model once, as a hidden
   ``custom_message`` (``display: false``) before the next prompt, that the kernel restarted.
+  The other way round, the first cell of an empty conversation tells the user once when a
+  recorded session of it exists (``recorded_notice``).
 """
 
 from __future__ import annotations
@@ -49,7 +51,7 @@ from ...session import (
     resume,
 )
 from ...session.storage import default_session_dir
-from ..config import PiConfig, env_flag, timeout_ms
+from ..config import DEFAULT_NAME, PiConfig, env_flag, timeout_ms
 from ..observer import StateObserver
 from ..tools.cells import notebook_path
 from ..tools.references import redact_known, secret_values
@@ -107,6 +109,8 @@ class NotebookSessions(StateObserver):
         self.tracked: dict[str, Tracked] = {}
         self.replay_cursors: dict[str, Any] = {}
         """Where ``--replay`` stands in each conversation's recording (``replay.py``)."""
+        self.looked_up: set[str] = set()
+        """Conversations whose recordings ``recorded_notice`` has looked for in this kernel."""
 
     # --- settings ---------------------------------------------------------------------------
 
@@ -191,6 +195,7 @@ class NotebookSessions(StateObserver):
         for tracked in self.tracked.values():
             tracked.session.dispose()
         self.tracked.clear()
+        self.looked_up.clear()
 
     def get(self, name: str) -> Tracked:
         found = self.tracked.get(name)
@@ -266,17 +271,43 @@ class NotebookSessions(StateObserver):
         """The session file ``choice`` names (a number from ``%pi sessions``, a session name,
         an id prefix or a path); without a choice, the latest one of conversation ``name``
         other than the one it records into now. Raises ``LookupError`` with what to do."""
-        rows = self.listed(every=bool(choice) and not choice.isdigit())  # numbers are %pi sessions'
-        current = self.tracked[name].manager.session_file if name in self.tracked else None
         if not choice:
-            mine = [r for r in rows if r.conversation in (name, None) and r.info.path != current]
-            if not mine:
+            latest = self.latest(name)
+            if latest is None:
                 raise LookupError(
                     f"no recorded conversation {name!r} of this notebook in {self.directory()}; "
                     "%pi sessions lists what there is"
                 )
-            return mine[0].info.path
+            return latest.info.path
+        rows = self.listed(every=not choice.isdigit())  # numbers are %pi sessions'
         return _pick(rows, choice, self.directory())
+
+    def latest(self, name: str) -> Listed | None:
+        """The latest recorded session of conversation ``name`` of this notebook other than the
+        one it records into now: what ``%pi resume`` continues."""
+        current = self.tracked[name].manager.session_file if name in self.tracked else None
+        mine = [r for r in self.listed() if r.conversation in (name, None) and r.info.path != current]
+        return mine[0] if mine else None
+
+    def recorded_notice(self, name: str) -> str | None:
+        """On the first ``%%pi`` cell of an empty conversation: the line that says this notebook
+        has a recorded session of it (after a kernel restart, the cell would otherwise start a
+        new conversation without a word). Once per conversation until ``forget``, and only when
+        the frontend names the notebook: otherwise every session of the folder counts as this
+        notebook's, and the line could name another notebook's conversation."""
+        if name in self.looked_up or self.notebook() is None:
+            return None
+        self.looked_up.add(name)
+        found = self.latest(name)  # reads the folder's session files: once, not every cell
+        if found is None:
+            return None
+        label = found.info.name or found.conversation or name
+        command = "%pi resume" if name == DEFAULT_NAME else f"%pi --name {name} resume"
+        count = found.info.message_count
+        return (
+            f"A recorded conversation of this notebook exists ({label}, {count} message"
+            f"{'s' if count != 1 else ''}): {command} continues it."
+        )
 
     def resume_into(self, name: str, agent: Agent, path: str) -> int:
         """Continue the session at ``path`` in conversation ``name``; returns its message count."""
