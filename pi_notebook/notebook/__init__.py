@@ -20,8 +20,9 @@ Sub-packages, by concern:
 * ``kernel/``: what depends on the ipykernel version: ``compat``, ``interrupts`` (SIGINT and
   the fallback's main-thread bridge).
 * ``view/``: ``reduce``, the pure reducer of agent and session events into a ``ViewState``
-  (``state``, ``notices``), with no widget imports; ``render/`` (``text``, ``static_html``, ``markdown``): deterministic
-  ``text/plain``, static ``text/html`` and Markdown from a ``ViewState``; ``live`` (+
+  (``state``, ``notices``), with no widget imports; ``render/`` (``text``, ``static_html``,
+  ``markdown``): deterministic ``text/plain``, static ``text/html`` and Markdown from a
+  ``ViewState``; ``live`` (+
   ``parts``): ``LiveView``, the live ipywidgets output with coalesced updates and Stop /
   Approve / Deny / steering controls; ``run_view``: the ``RunView`` protocol the runner draws
   into, and ``StaticView``.
