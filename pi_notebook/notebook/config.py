@@ -81,7 +81,11 @@ class PiConfig(Configurable):
         list(THINKING_LEVELS), default_value="off", help="Default thinking level."
     ).tag(config=True)
     system = Unicode(DEFAULT_SYSTEM_PROMPT, help="System prompt of new conversations.").tag(config=True)
-    tools = Unicode("all", help="Default --tools spec: all|none|read|write|comma list.").tag(config=True)
+    tools = Unicode(
+        "all",
+        help="Default --tools spec: all|none|read|write|comma list of notebook tools and MCP tools "
+        "(SERVER__TOOL or SERVER__*; when it names none, every MCP tool joins).",
+    ).tag(config=True)
     approve = Unicode(
         "", help="Default approval policy ask|auto|deny; empty: ask interactive, deny headless."
     ).tag(config=True)
@@ -181,8 +185,18 @@ class PiConfig(Configurable):
             raise TraitError(f"PiMagics.tools: {exc}") from None
         return str(proposal["value"])
 
+    def user_set(self, name: str) -> bool:
+        """Whether the user set trait ``name``: it is in the config (``ipython_config.py``,
+        ``%config``, even at its default value) or differs from its default. A trait left alone
+        gives way to Pi's ``settings.json`` (``defaults.py``)."""
+        for section in self.section_names():
+            if section in self.config and name in self.config[section]:
+                return True
+        return bool(getattr(self, name) != self.trait_defaults(name))
+
     def defaults(self) -> Defaults:
-        """Settings of a new conversation; the model falls back to ``$PI_NOTEBOOK_MODEL``."""
+        """The traits' settings of a new conversation (Pi's ``settings.json`` is not read here:
+        ``defaults.effective`` adds it); the model falls back to ``$PI_NOTEBOOK_MODEL``."""
         model = self.model.strip() or os.environ.get(MODEL_ENV, "").strip()
         return Defaults(model=model, thinking=self.thinking, system=self.system)
 
@@ -209,7 +223,7 @@ def _parser() -> MagicArgumentParser:
     add("--model", help="provider:id")
     add("--thinking", choices=list(THINKING_LEVELS), help="thinking level")
     add("--system", help="system prompt of this conversation")
-    add("--tools", help="all|none|read|write|comma list of tool names")
+    add("--tools", help="all|none|read|write|comma list of tool names (MCP: SERVER__TOOL, SERVER__*)")
     add("--approve", choices=list(POLICIES), help="approval policy for state-changing tools")
     add("--new", action="store_true", help="start a fresh conversation")
     add("--name", help="conversation name")

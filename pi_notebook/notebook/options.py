@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import shlex
+from collections.abc import Iterable
 from typing import cast
 
 from IPython.core.error import UsageError
@@ -16,8 +17,9 @@ from IPython.core.error import UsageError
 from ..ai.models import resolve_model as catalogue_resolve_model
 from ..ai.types import Model
 from .config import DEFAULT_NAME, PARSER, REPLAY_ENV, PiConfig, Policy, env_flag
+from .defaults import effective
 from .faux_stand_in import FAUX_PROVIDER, stand_in_model
-from .tools.notebook_tools import parse_tools_spec
+from .tools.notebook_tools import mcp_tool_patterns, parse_tools_spec
 
 
 def resolve_model(spec: str) -> Model:
@@ -47,15 +49,17 @@ def model_option(spec: str) -> Model:
 class RunOptions:
     """Validated options of one ``%%pi`` cell, defaults already applied."""
 
-    def __init__(self, ns: argparse.Namespace, config: PiConfig) -> None:
+    def __init__(self, ns: argparse.Namespace, config: PiConfig, mcp_names: Iterable[str] = ()) -> None:
         self.model: Model | None = model_option(ns.model) if ns.model else None
         self.thinking: str | None = ns.thinking
         self.system: str | None = ns.system
         spec = ns.tools if ns.tools is not None else config.tools
         try:
-            self.tools: list[str] = parse_tools_spec(spec)
+            self.tools: list[str] = parse_tools_spec(spec, mcp_names)
         except ValueError as exc:
             raise UsageError(str(exc)) from None
+        self.mcp_tools: tuple[str, ...] = mcp_tool_patterns(spec)
+        """The MCP tools named (``SERVER__TOOL``, ``files__*``); empty: every MCP tool joins."""
         approve = ns.approve or config.approve or None
         self.approve: Policy | None = cast("Policy | None", approve)
         self.new: bool = ns.new
@@ -79,15 +83,17 @@ class RunOptions:
         )
         self.resume: bool = ns.resume
         self.replay: bool = bool(ns.replay or config.replay or env_flag(REPLAY_ENV))
-        self.retries: int = config.retries
-        self.retry_base_delay: float = config.retry_base_delay
+        chosen = effective(config)  # the retries of c.PiMagics, else of Pi's settings.json
+        self.retries: int = chosen.retries
+        self.retry_base_delay: float = chosen.retry_base_delay
         self.loop_guard: int = config.loop_guard
 
 
-def parse_options(line: str, config: PiConfig) -> RunOptions:
-    """Parse the ``%%pi`` line; raises ``UsageError`` (one line) on any bad option."""
+def parse_options(line: str, config: PiConfig, mcp_names: Iterable[str] = ()) -> RunOptions:
+    """Parse the ``%%pi`` line; raises ``UsageError`` (one line) on any bad option (an unknown
+    tool's names ``mcp_names`` among the tools there are)."""
     try:
         argv = shlex.split(line)  # POSIX quoting: --system "Be brief." gives the text without quotes
     except ValueError as exc:
         raise UsageError(f"cannot parse %%pi options: {exc}") from None
-    return RunOptions(PARSER.parse_args(argv), config)
+    return RunOptions(PARSER.parse_args(argv), config, mcp_names)

@@ -17,6 +17,7 @@ methods below), not at load.
 
 from __future__ import annotations
 
+import contextlib
 import weakref
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
@@ -56,6 +57,10 @@ class NotebookState:
         self._thinking_told: set[tuple[str, str, str]] = set()
         self._mcp: McpManager | None = None
         self._mcp_config_loaded = ""
+        self.model_problem = ""
+        """Why the last conversation created from the defaults has no model although Pi's
+        ``settings.json`` names one (``""``: it does not, or it resolved)."""
+        self._settings_told: set[str] = set()
 
     @property
     def tools(self) -> NotebookTools:
@@ -103,12 +108,18 @@ class NotebookState:
         return agent if agent is not None else self._create(key)
 
     def new_conversation(self, name: str | None = None) -> Agent:
-        """Replace conversation ``name`` by a fresh one (an active run of the old one is aborted)."""
+        """Replace conversation ``name`` by a fresh one (an active run of the old one is
+        aborted) with the old one's model and thinking level: ``--new`` starts over, it does not
+        go back to the defaults."""
         key = name or DEFAULT_NAME
         old = self.conversations.pop(key, None)
-        if old is not None:
-            old.abort()
-        return self._create(key)
+        if old is None:
+            return self._create(key)
+        old.abort()
+        from ..agent.agent import has_model
+
+        kept = (old.state.model, old.state.thinking_level) if has_model(old) else None
+        return self._create(key, kept)
 
     def reset_conversation(self, name: str | None = None) -> Agent:
         """Clear conversation ``name`` in place (the same ``Agent``, hooks and tools kept)."""
@@ -129,22 +140,45 @@ class NotebookState:
         self.conversations.clear()
         self._thinking_told.clear()
 
-    def _create(self, name: str) -> Agent:
+    def _create(self, name: str, kept: tuple[Any, Any] | None = None) -> Agent:
+        """A conversation from the defaults (``defaults.py``), or with the ``kept`` model and
+        thinking level. A bad model of ``c.PiMagics.model`` / ``$PI_NOTEBOOK_MODEL`` raises
+        ``ValueError``; a bad one of Pi's ``settings.json`` leaves the conversation without a
+        model and ``model_problem`` says why (the file must never break the notebook)."""
         from ..agent import Agent
         from ..ai.entry import stream_simple
-        from .options import resolve_model
 
         _ = self.sessions  # the recorder exists before the conversation, so it hears its creation
         self._thinking_told = {key for key in self._thinking_told if key[0] != name}
-        defaults = self.config.defaults()
-        state: dict[str, Any] = {"system_prompt": defaults.system, "thinking_level": defaults.thinking}
-        if defaults.model:
-            state["model"] = resolve_model(defaults.model)
+        state = self._initial_state() if kept is None else {
+            "system_prompt": self.config.system, "model": kept[0], "thinking_level": kept[1]
+        }
         agent = Agent(stream_fn=stream_simple, initial_state=state)
         self.conversations[name] = agent
         for observer in self.observers:
             observer.conversation_created(name, agent)
         return agent
+
+    def _initial_state(self) -> dict[str, Any]:
+        from ..ai.models import clamp_thinking_level
+        from .defaults import effective
+        from .options import resolve_model
+
+        chosen = effective(self.config)
+        state: dict[str, Any] = {"system_prompt": chosen.system, "thinking_level": chosen.thinking}
+        self.model_problem = ""
+        if not chosen.model:
+            return state
+        try:
+            state["model"] = model = resolve_model(chosen.model)
+        except ValueError as exc:
+            if not chosen.model_from_pi:
+                raise
+            self.model_problem = f"Pi's default model {chosen.model} ({chosen.pi.path}) is unknown: {exc}"
+            return state
+        if chosen.thinking_from_pi:  # Pi clamps its saved level to what the model can do
+            state["thinking_level"] = clamp_thinking_level(model, chosen.thinking)  # type: ignore[arg-type]
+        return state
 
     def _message_ended(self, name: str, agent: Agent, message: Any) -> None:
         """Every message a conversation ends, told by its ``AgentSession`` (which hears nothing
@@ -166,6 +200,12 @@ class NotebookState:
     def run_ended(self, name: str, agent: Agent, result: PiResult) -> None:
         for observer in self.observers:
             observer.run_ended(name, agent, result)
+
+    def settings_notices(self, problems: Iterable[str]) -> list[str]:
+        """The problems of Pi's ``settings.json`` not yet shown in this shell (each once)."""
+        fresh = [line for line in problems if line not in self._settings_told]
+        self._settings_told.update(fresh)
+        return fresh
 
     def thinking_ignored(self, name: str, agent: Agent) -> str | None:
         """One line when the conversation's thinking level has no effect because its model does
@@ -254,6 +294,22 @@ class NotebookState:
 
             await asyncio.gather(*pending, return_exceptions=True)
         return list(manager.tools())
+
+    def mcp_tools_blocking(self) -> list[AgentTool]:
+        """``mcp_tools`` for a thread that may block (the ``%%pi`` cell-magic fallback)."""
+        manager = self._mcp
+        if manager is None:
+            return []
+        for name in manager.names():
+            server = manager.get(name)
+            if server.state == "connecting":
+                with contextlib.suppress(Exception):  # a server that fails is left out, as above
+                    server.wait()
+        return list(manager.tools())
+
+    def mcp_tool_names(self) -> list[str]:
+        """The names of the ready MCP servers' tools now (no waiting, no manager created)."""
+        return [tool.name for tool in self._mcp.tools()] if self._mcp is not None else []
 
     def close_mcp(self) -> None:
         """Stop every MCP server of this kernel (their processes too)."""

@@ -117,6 +117,61 @@ def test_the_servers_tools_join_a_run_under_their_policy(
     assert ip.user_ns["_pi"].text == ""
 
 
+def tool_names_seen(faux: FauxRegistration) -> None:
+    """The next model call answers with the names of the tools it was given."""
+    faux.set_responses([lambda context, *_: faux_assistant_message(",".join(t.name for t in context.tools))])
+
+
+def test_tools_selects_mcp_tools_by_server_glob_and_name(
+    ip: Any, state: NotebookState, faux: FauxRegistration
+) -> None:
+    line(ip, f"mcp add files -- {COMMAND}")
+    line(ip, f"mcp add other -- {COMMAND}")
+    files = [t.name for t in state.mcp.tools() if t.name.startswith("files__")]
+    assert len(files) > 3
+    assert any(t.name.startswith("other__") for t in state.mcp.tools())
+
+    tool_names_seen(faux)
+    run(ip, f"%%pi {MODEL} --tools read,files__*\nwhich tools?")
+    seen = ip.user_ns["_pi"].text.split(",")
+    assert seen == ["list_variables", "inspect_variable", "read_cells", "read_notebook", *files]
+
+    tool_names_seen(faux)
+    run(ip, f"%%pi {MODEL} --tools none,files__echo,other__pid\nwhich tools?")
+    assert ip.user_ns["_pi"].text == "files__echo,other__pid"
+
+    tool_names_seen(faux)  # naming no MCP tool keeps the old default: every MCP tool joins
+    run(ip, f"%%pi {MODEL} --tools none\nwhich tools?")
+    assert ip.user_ns["_pi"].text.split(",") == [t.name for t in state.mcp.tools()]
+
+    ip.magics_manager.registry["PiMagics"].tools = "files__e*"  # the default spec takes them too
+    try:
+        assert "MCP tools a run gets (files__e*): files__echo" in line(ip, "tools")
+        tool_names_seen(faux)
+        run(ip, f"%%pi {MODEL}\nwhich tools?")
+        assert ip.user_ns["_pi"].text == "files__echo"
+    finally:
+        ip.magics_manager.registry["PiMagics"].tools = "all"
+
+
+def test_an_unknown_tool_name_is_one_line_listing_the_tools(
+    ip: Any, state: NotebookState, faux: FauxRegistration
+) -> None:
+    line(ip, f"mcp add files -- {COMMAND}")
+    for spec, bad in (("read,files__nope", "files__nope"), ("nosuch__*", "nosuch__*"), ("raed", "raed")):
+        faux.set_responses(["never sent"])
+        result, captured = run(ip, f"%%pi {MODEL} --tools {spec}\nhi")
+        error = result.error_in_exec
+        assert isinstance(error, UsageError), error
+        message = str(error)
+        assert "\n" not in message
+        start = f"unknown tool {bad!r} in --tools (notebook tools: all, none, read, write, "
+        assert message.startswith(start)
+        assert "MCP tools, as SERVER__TOOL or SERVER__*: files__echo, files__image" in message
+        assert outputs(captured) == []  # nothing drawn, nothing sent
+        assert faux.get_pending_response_count() == 1
+
+
 def test_add_with_approve_auto_runs_without_asking(
     ip: Any, state: NotebookState, faux: FauxRegistration
 ) -> None:

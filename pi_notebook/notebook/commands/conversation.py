@@ -8,6 +8,8 @@ the line. ``PiMagics.pi_line`` loads this module on the first ``%pi``.
 
 from __future__ import annotations
 
+import os
+from fnmatch import fnmatchcase
 from typing import Any
 
 from IPython.core.error import UsageError
@@ -16,13 +18,14 @@ from ...agent import Agent
 from ...agent.agent import has_model
 from ...ai.levels import THINKING_LEVELS
 from ..config import DEFAULT_NAME, MODEL_ENV, PiConfig
+from ..defaults import effective
 from ..kernel.compat import can_await
 from ..options import model_option
 from ..result import sum_usage
 from ..run.approval import RunMode
 from ..run.requests import silent_server_bound
 from ..state import NotebookState
-from ..tools.notebook_tools import is_notebook_tool, parse_tools_spec
+from ..tools.notebook_tools import is_notebook_tool, mcp_tool_patterns, parse_tools_spec
 from ..tools.references import single_line
 from ..view.reduce import content_to_text
 from .mcp import mcp_command
@@ -31,10 +34,11 @@ from .sessions import SESSION_SUBCOMMANDS, session_line, turn_offset
 
 HELP = """\
 %%pi [options]            ask the agent; the cell body is the prompt
-  --model provider:id     model (default: c.PiMagics.model or $PI_NOTEBOOK_MODEL)
+  --model provider:id     model (default: c.PiMagics.model, $PI_NOTEBOOK_MODEL, Pi's settings.json)
   --thinking LEVEL        off|minimal|low|medium|high|xhigh|max
   --system TEXT           system prompt of this conversation
-  --tools SPEC            all|none|read|write|comma list of tool names
+  --tools SPEC            all|none|read|write|comma list of tool names, MCP ones too
+                          (files__read_file, files__*: then only those MCP tools join)
   --approve POLICY        ask|auto|deny for run_code, insert_cell, set_variable
   --new                   start a fresh conversation
   --name NAME             use (or create) the conversation NAME
@@ -49,7 +53,8 @@ HELP = """\
   $`expr` in the prompt attaches a bounded summary of a kernel value.
 
 %pi [--name NAME] SUBCOMMAND
-  model [provider:id]     show or set the conversation's model
+  model [provider:id] [--save]  show or set the conversation's model; --save also makes it
+                          the default model in Pi's settings.json (here and in the Pi CLI)
   thinking [LEVEL]        show or set the thinking level
   status                  conversation, model, message count, usage, controls, approvals
   history [N]             the last N messages (default 20)
@@ -100,11 +105,34 @@ def conversation(state: NotebookState, name: str | None, *, new: bool = False) -
 
 
 def _model_cmd(state: NotebookState, name: str | None, rest: str) -> None:
+    words = rest.split()
+    save = "--save" in words
+    spec = " ".join(w for w in words if w != "--save")
     agent = conversation(state, name)
-    if rest:
-        agent.state.model = model_option(rest)
+    if spec:
+        agent.state.model = model_option(spec)
     model = agent.state.model
     print(f"{model.provider}:{model.id}" if has_model(agent) else "no model set")
+    if save:
+        if not has_model(agent):
+            raise UsageError("model --save needs a model: %pi model provider:id --save")
+        print(_save_default(state, model.provider, model.id))
+
+
+def _save_default(state: NotebookState, provider: str, model_id: str) -> str:
+    """Write the default model into Pi's ``settings.json``; the line that says where and what
+    still comes before it in this notebook."""
+    from ...runtime.settings_file import SettingsWriteError, save_default_model
+
+    try:
+        path = save_default_model(provider, model_id)
+    except SettingsWriteError as exc:
+        raise UsageError(f"model --save: {exc}") from None
+    line = f"saved as the default model in {path} (new conversations here and the Pi CLI start with it)"
+    chosen = effective(state.config)
+    if not chosen.model_from_pi and chosen.model:
+        line += f"; {chosen.model_source} ({chosen.model}) still comes first in this notebook"
+    return line
 
 
 def _thinking_cmd(state: NotebookState, name: str | None, rest: str) -> None:
@@ -127,6 +155,7 @@ def _status_cmd(state: NotebookState, name: str | None, rest: str) -> None:
         f"conversation: {name or DEFAULT_NAME} (of {', '.join(state.names())})",
         f"model: {model.provider}:{model.id}" if has_model(agent) else "model: none",
         f"thinking: {agent.state.thinking_level}",
+        f"defaults: {defaults_line(state)}",
         f"messages: {len(agent.state.messages)}; running: {'yes' if agent.state.is_streaming else 'no'}",
         f"tokens: {usage.input} in, {usage.output} out; cost: ${usage.cost.total:.4f}",
         f"tools: {state.config.tools}",
@@ -141,6 +170,27 @@ def _status_cmd(state: NotebookState, name: str | None, rest: str) -> None:
     print("\n".join(lines))
 
 
+def defaults_line(state: NotebookState) -> str:
+    """Where a new conversation's model comes from, and what Pi's ``settings.json`` gave."""
+    chosen = effective(state.config)
+    model = f"{chosen.model} (from {chosen.model_source})" if chosen.model else "none"
+    pi = chosen.pi
+    if pi.missing:
+        told = f"none ({_short(pi.path)} does not exist)"
+    else:
+        told = "; ".join(pi.problems) if pi.problems else f"read {_short(pi.path)}"
+    return f"model {model}, thinking {chosen.thinking}; Pi's settings: {told}"
+
+
+def _short(path: str) -> str:
+    """``path`` under ``$PI_CODING_AGENT_DIR`` or ``~`` as such (the same on every machine)."""
+    agent_dir = os.environ.get("PI_CODING_AGENT_DIR")
+    for root, shown in ((agent_dir, "$PI_CODING_AGENT_DIR"), (os.path.expanduser("~"), "~")):
+        if root and path.startswith(root.rstrip(os.sep) + os.sep):
+            return shown + path[len(root.rstrip(os.sep)):]
+    return path
+
+
 def loop_guard_line(limit: int) -> str:
     """What ``c.PiMagics.loop_guard`` does to a ``%%pi`` run now."""
     if limit <= 0:
@@ -150,10 +200,11 @@ def loop_guard_line(limit: int) -> str:
 
 def timeout_line(config: PiConfig) -> str:
     """The request timeout a ``%%pi`` cell gets and what it adds up to with the retries."""
-    bound = silent_server_bound(config.timeout, config.retries, config.retry_base_delay)
+    chosen = effective(config)  # the retries of c.PiMagics, else of Pi's settings.json
+    bound = silent_server_bound(config.timeout, chosen.retries, chosen.retry_base_delay)
     if bound is None:
         return "none (a server that never answers is waited on until Stop or an interrupt)"
-    attempts = config.retries + 1
+    attempts = chosen.retries + 1
     return (
         f"{config.timeout:g} s without an answer per request; a server that never answers fails a "
         f"model call after {bound:g} s ({attempts} attempt{'s' if attempts != 1 else ''} and the "
@@ -237,7 +288,7 @@ def _tools_cmd(state: NotebookState, name: str | None, rest: str) -> None:
             state.config.tools = rest
         except Exception as exc:
             raise UsageError(str(exc)) from None
-    enabled = parse_tools_spec(state.config.tools)
+    enabled = parse_tools_spec(state.config.tools, state.mcp_tool_names())
     tools = conversation(state, name).state.tools
     extra = [t.name for t in tools if not is_notebook_tool(t)]
     print(f"notebook tools: {', '.join(enabled) or 'none'}")
@@ -245,6 +296,9 @@ def _tools_cmd(state: NotebookState, name: str | None, rest: str) -> None:
         print(f"other tools on the agent: {', '.join(extra)}")
     if state.has_mcp and (mcp := [t.name for t in state.mcp.tools()]):
         print(f"MCP tools: {', '.join(mcp)}")
+        if patterns := mcp_tool_patterns(state.config.tools):
+            chosen = [n for n in mcp if any(fnmatchcase(n, p) for p in patterns)]
+            print(f"MCP tools a run gets ({', '.join(patterns)}): {', '.join(chosen) or 'none match'}")
 
 
 def _steer_cmd(state: NotebookState, name: str | None, rest: str) -> None:

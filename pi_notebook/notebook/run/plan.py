@@ -25,6 +25,7 @@ from ...agent.types import ThinkingLevel
 from ...ai.types import TextContent, UserMessage
 from ...runtime import AgentSessionSettings, RetrySettings
 from ..config import MODEL_ENV, timeout_ms
+from ..defaults import effective
 from ..options import RunOptions
 from ..sessions.replay import Recording, find_recording
 from ..state import NotebookState
@@ -38,7 +39,8 @@ __all__ = ["RunPlan", "plan_run", "prepare_conversation", "strip_markers"]
 _MARKER_LINE = re.compile(r"^\s*#\s*NBVAL_\w+.*$\n?", re.MULTILINE)
 
 NO_MODEL = (
-    f"no model: pass --model provider:id, run %pi model provider:id, or set c.PiMagics.model / {MODEL_ENV}"
+    "no model: pass --model provider:id, or run %pi model provider:id --save to make it the default "
+    f"here and in Pi (or set c.PiMagics.model / {MODEL_ENV})"
 )
 
 
@@ -94,7 +96,8 @@ def prepare_conversation(state: NotebookState, options: RunOptions) -> tuple[Age
     if options.system is not None:
         agent.state.system_prompt = options.system
     if not has_model(agent) and not options.replay:
-        raise UsageError(NO_MODEL)
+        problem = state.model_problem
+        raise UsageError(f"{problem}; {NO_MODEL.removeprefix('no model: ')}" if problem else NO_MODEL)
     return agent, notes
 
 
@@ -149,9 +152,11 @@ def _gated_tools(state: NotebookState, options: RunOptions, agent: Agent) -> lis
 def _setting_notices(
     state: NotebookState, options: RunOptions, agent: Agent, approval: ApprovalSetup, gated: list[str]
 ) -> list[str]:
-    """Lines that explain a setting: the approval policy (only when a tool it gates is on), a
-    ``--thinking`` level the model ignores (once per conversation and model), an ignored seed."""
-    lines = [approval.notice] if approval.notice and gated else []
+    """Lines that explain a setting: what is wrong with Pi's ``settings.json`` (each problem
+    once), the approval policy (only when a tool it gates is on), a ``--thinking`` level the
+    model ignores (once per conversation and model), an ignored seed."""
+    lines = state.settings_notices(effective(state.config).notices())
+    lines += [approval.notice] if approval.notice and gated else []
     thinking = state.thinking_ignored(options.name, agent)
     seed = seed_notice(options.seed, agent.state.model)
     return lines + [line for line in (thinking, seed) if line]

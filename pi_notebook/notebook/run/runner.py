@@ -47,7 +47,7 @@ from ..options import parse_options
 from ..result import PiResult, run_result
 from ..sessions.replay import continue_after, play
 from ..state import NotebookState, state_for
-from ..tools.notebook_tools import Dispatch, is_notebook_tool, run_here
+from ..tools.notebook_tools import Dispatch, is_notebook_tool, run_here, select_mcp_tools
 from ..view.reduce import explain
 from ..view.render import render_text
 from ..view.run_view import RunView, StaticView
@@ -93,6 +93,8 @@ class PiRun:
         self.replayed_from: int | None = None
         """Where a replayed run's messages begin in the transcript."""
         self._cell_done: Callable[[], None] = lambda: None
+        self.mcp_tools: list[Any] | None = None
+        """The MCP tools ``--tools`` chose (``select_mcp``); ``None``: every one, at the start."""
 
     # --- before the run (main thread) ---------------------------------------------------------
 
@@ -110,6 +112,14 @@ class PiRun:
             self.plan.prompt, controls=controls, interactive=mode.can_ask, notices=self.plan.notices or None
         )
         self.view, self.widget = view, view.widget
+
+    def select_mcp(self, tools: list[Any]) -> None:
+        """Keep the MCP tools the cell's ``--tools`` names (before anything is shown or sent);
+        a name that matches none is a ``UsageError`` listing those there are."""
+        try:
+            self.mcp_tools = select_mcp_tools(self.plan.options.mcp_tools, tools)
+        except ValueError as exc:
+            raise UsageError(str(exc)) from None
 
     def show(self) -> None:
         """Display the live widget (main thread, before the run)."""
@@ -143,7 +153,8 @@ class PiRun:
         headless = self.plan.mode.headless.headless
         tools.begin_run(dispatch, self._interrupt_from_tool, model=self.agent.state.model, headless=headless)
         own = [t for t in self.agent.state.tools if not is_notebook_tool(t)]
-        every = own + tools.build(options.tools) + await self.state.mcp_tools()
+        mcp = self.mcp_tools if self.mcp_tools is not None else await self.state.mcp_tools()
+        every = own + tools.build(options.tools) + mcp
         gate = self._gate()
         run = run_options(
             options, tools=every, before_tool_call=gate, should_stop_after_turn=self._after_turn
@@ -305,7 +316,7 @@ class PiRun:
 def prepare_run(shell: Any, line: str, body: str, *, awaited: bool) -> PiRun:
     """Parse and plan the cell, then make its run (main thread; nothing runs yet)."""
     state = state_for(shell)
-    options = parse_options(line, state.config)
+    options = parse_options(line, state.config, state.mcp_tool_names())
     if not strip_markers(body).strip():
         raise UsageError("%%pi needs a prompt: write it in the cell body")
     agent, notes = prepare_conversation(state, options)
@@ -336,6 +347,8 @@ def _shell(shell: Any = None) -> Any:
 async def run_pi(line: str, body: str) -> None:
     """The awaited ``%%pi`` path (the input transformer's target)."""
     run = prepare_run(_shell(), line, body, awaited=True)
+    if run.plan.options.mcp_tools:
+        run.select_mcp(await run.state.mcp_tools())
     run.show()
     run.started()
     try:
@@ -351,6 +364,8 @@ async def run_pi(line: str, body: str) -> None:
 def run_pi_sync(line: str, body: str, shell: Any = None) -> PiResult:
     """The ``%%pi`` cell magic: run to completion without waiting for clicks."""
     run = prepare_run(_shell(shell), line, body, awaited=False)
+    if run.plan.options.mcp_tools:
+        run.select_mcp(run.state.mcp_tools_blocking())
     bridge = MainThreadBridge()
     failure: list[BaseException] = []
 

@@ -36,9 +36,8 @@ from typing import Any
 from ...agent import Agent
 from ...ai.models import get_model
 from ...ai.types import Model
-from ...runtime import AgentSession, AgentSessionSettings, RetrySettings
+from ...runtime import AgentSession, AgentSessionSettings
 from ...session import (
-    CompactionSettings,
     CustomEntry,
     CustomMessage,
     MessageEntry,
@@ -52,6 +51,7 @@ from ...session import (
 )
 from ...session.storage import default_session_dir
 from ..config import DEFAULT_NAME, PiConfig, env_flag, timeout_ms
+from ..defaults import effective
 from ..observer import StateObserver
 from ..tools.cells import notebook_path
 from ..tools.references import redact_known, secret_values
@@ -164,15 +164,14 @@ class NotebookSessions(StateObserver):
         return SessionManager.open(path, redact=self.redactor())
 
     def settings(self) -> AgentSessionSettings:
-        """Retry and compaction as configured (``c.PiMagics``); a cell's options adjust them."""
-        config = self.config
-        retry = RetrySettings(
-            enabled=config.retries > 0,
-            max_retries=int(config.retries),
-            base_delay_ms=round(float(config.retry_base_delay) * 1000),
-        )
+        """Retry, compaction and the default thinking level as configured (``c.PiMagics``, else
+        Pi's ``settings.json``: ``defaults.py``); a cell's options adjust them."""
+        chosen = effective(self.config)
         return AgentSessionSettings(
-            retry=retry, compaction=compaction_settings(config), summary_timeout_ms=timeout_ms(config.timeout)
+            retry=chosen.retry,
+            compaction=chosen.compaction,
+            summary_timeout_ms=timeout_ms(self.config.timeout),
+            default_thinking_level=chosen.default_thinking_level,
         )
 
     def track(self, name: str, agent: Agent, manager: SessionManager | None = None) -> Tracked:
@@ -334,15 +333,6 @@ class NotebookSessions(StateObserver):
         tracked = self.track(name, agent, manager)
         tracked.tagged = _has_custom(manager, NOTEBOOK_ENTRY)
         tracked.restart_note = restarted and bool(agent.state.messages)
-
-
-def compaction_settings(config: PiConfig) -> CompactionSettings:
-    """``c.PiMagics.compact``, ``compact_reserve_tokens``, ``compact_keep_recent_tokens``."""
-    return CompactionSettings(
-        enabled=bool(config.compact),
-        reserve_tokens=int(config.compact_reserve_tokens),
-        keep_recent_tokens=int(config.compact_keep_recent_tokens),
-    )
 
 
 def use_session_messages(agent: Agent) -> None:

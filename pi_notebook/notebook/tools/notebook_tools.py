@@ -32,7 +32,7 @@ import re
 import sys
 import traceback
 import types
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from typing import Annotated, Any, TypeVar
 
 from pydantic import Field
@@ -476,19 +476,55 @@ TOOL_GROUPS: dict[str, tuple[str, ...]] = {
 }
 
 
-def parse_tools_spec(spec: str) -> list[str]:
-    """``all`` | ``none`` | ``read`` | ``write`` | a comma list of names and groups."""
+def is_mcp_item(item: str) -> bool:
+    """An item of ``--tools`` that names MCP tools: ``SERVER__TOOL`` or a glob such as
+    ``files__*`` (MCP tools are named with the server's name and two underscores)."""
+    return "__" in item
+
+
+def parse_tools_spec(spec: str, mcp_names: Iterable[str] = ()) -> list[str]:
+    """The notebook tools of ``all`` | ``none`` | ``read`` | ``write`` | a comma list of names
+    and groups. MCP items (``is_mcp_item``) are left to ``select_mcp_tools``; another unknown
+    name raises ``ValueError`` listing the notebook tools and ``mcp_names``."""
     names: list[str] = []
     for raw in spec.split(","):
         item = raw.strip()
-        if item in ("", "none"):
+        if item in ("", "none") or is_mcp_item(item):
             continue
         group = TOOL_GROUPS.get(item)
         if group is None and item not in NOTEBOOK_TOOL_NAMES:
-            known = ", ".join(["all", "none", "read", "write", *NOTEBOOK_TOOL_NAMES])
-            raise ValueError(f"unknown tool {item!r} in --tools (known: {known})")
+            raise ValueError(unknown_tool(item, mcp_names))
         names.extend(n for n in (group or (item,)) if n not in names)
     return names
+
+
+def mcp_tool_patterns(spec: str) -> tuple[str, ...]:
+    """The MCP items of a ``--tools`` spec, in order (empty: the spec names no MCP tool)."""
+    return tuple(dict.fromkeys(item for raw in spec.split(",") if is_mcp_item(item := raw.strip())))
+
+
+def unknown_tool(item: str, mcp_names: Iterable[str]) -> str:
+    """The one-line error for a ``--tools`` item that names no tool, with what exists."""
+    notebook = ", ".join(["all", "none", "read", "write", *NOTEBOOK_TOOL_NAMES])
+    mcp = ", ".join(mcp_names) or "none running"
+    return (
+        f"unknown tool {item!r} in --tools (notebook tools: {notebook}; MCP tools, as SERVER__TOOL "
+        f"or SERVER__*: {mcp})"
+    )
+
+
+def select_mcp_tools(patterns: Iterable[str], tools: Iterable[AgentTool]) -> list[AgentTool]:
+    """The MCP tools a run gets: every one when ``patterns`` is empty (``--tools`` names no MCP
+    tool), else those whose name is a pattern or matches a glob one. A pattern that matches no
+    tool raises ``ValueError`` listing the MCP tools there are."""
+    tools = list(tools)
+    wanted = tuple(patterns)
+    if not wanted:
+        return tools
+    for pattern in wanted:
+        if not any(fnmatch.fnmatchcase(tool.name, pattern) for tool in tools):
+            raise ValueError(unknown_tool(pattern, [tool.name for tool in tools]))
+    return [tool for tool in tools if any(fnmatch.fnmatchcase(tool.name, p) for p in wanted)]
 
 
 def _matches(pattern: str, name: str) -> bool:
