@@ -41,7 +41,8 @@ def current(name: str | None = None, *, shell: Any = None) -> Agent:
 
 
 def new(name: str | None = None, *, shell: Any = None) -> Agent:
-    """Replace conversation ``name`` by a fresh one (an active run of the old one is aborted)."""
+    """Replace conversation ``name`` by a fresh one (an active run of the old one is aborted)
+    that keeps its model and thinking level, as ``%%pi --new`` does."""
     return state_for(shell).new_conversation(name)
 
 
