@@ -202,6 +202,16 @@ def report(name: str, row: dict[str, Any], fixed: int) -> str:
     )
 
 
+def marginal(small: dict[str, Any], large: dict[str, Any]) -> str:
+    """The live view's and the floor's CPU per token between two answer lengths (medians), which
+    cancels what a run costs whatever its length (building the view, the frozen HTML)."""
+    tokens = large["n"] - small["n"]
+    live = (_median([c for _, c, _ in large["live"]]) - _median([c for _, c, _ in small["live"]])) / tokens
+    floor = (_median(large["floor"]) - _median(small["floor"])) / tokens
+    ratio = f"{live / floor:.2f}" if floor > 0 else "-"
+    return f"live {live * 1e6:.1f} us, floor {floor * 1e6:.1f} us, live/floor {ratio}"
+
+
 def start_kernel(root: Path, pythonpath: str | None, rate: float) -> tuple[Kernel, int]:
     """A kernel importing ``pi_notebook`` from ``pythonpath`` (default: the inherited path),
     warmed up; returns it with the wire bytes of the view of a one-word answer."""
@@ -270,6 +280,11 @@ def main() -> None:
     for by_tree in rows:
         for name, row in by_tree.items():
             print(report(name, row, fixed[name]))
+    if len(rows) > 1 and not args.no_floor:
+        small, large = rows[0], rows[-1]
+        for name in paths:
+            span = f"{small[name]['n']} -> {large[name]['n']} tokens"
+            print(f"{name}: marginal CPU per token, {span}: {marginal(small[name], large[name])}")
     for kind, text in profiles:
         print(f"\n=== cProfile of the kernel, {kind} cell of {max(args.tokens)} tokens ===\n{text}")
 
