@@ -19,6 +19,7 @@ from pi_notebook.notebook.view.render import (
     MATH,
     MAX_SHOWN,
     NO_MATH,
+    SplitScanner,
     footer_text,
     format_details,
     frontend_markdown,
@@ -425,6 +426,25 @@ def test_safe_split_positions() -> None:
     assert safe_split("only one paragraph\nstill going") == 0
     assert safe_split("a\n\n  indented continuation\n") == 0
     assert safe_split("a\n\npartial line without newline") == 0
+
+
+@settings(max_examples=150, deadline=None)
+@given(documents, st.integers(min_value=1, max_value=9))
+def test_split_scanner_reads_a_growing_text_once_and_agrees_with_safe_split(doc: str, step: int) -> None:
+    scanner = SplitScanner()
+    for end in range(0, len(doc) + step, step):
+        prefix = doc[:end]
+        assert scanner.split(prefix) == safe_split(prefix)
+        assert scanner.split(prefix, 1000) == safe_split(prefix, 1000)
+    # each complete line once: the per-frame cost is the new text, not the whole tail
+    assert scanner.scanned <= len(doc)
+
+
+def test_split_scanner_starts_over_on_a_text_that_does_not_extend_the_last() -> None:
+    scanner = SplitScanner()
+    assert scanner.split("para one\n\npara two\n") == len("para one\n\n")
+    assert scanner.split("```\nfenced\n\nstill fenced\n") == 0
+    assert scanner.split("x\n") == 0  # shorter than what was read
 
 
 def test_tool_card_args_stream_raw_then_pretty() -> None:

@@ -21,7 +21,7 @@ from view_events import Run, tool_run
 from pi_notebook.agent.types import MessageUpdateEvent
 from pi_notebook.ai.events import TextDeltaEvent, TextEndEvent, TextStartEvent
 from pi_notebook.ai.types import AssistantMessage, TextContent
-from pi_notebook.notebook.view import render
+from pi_notebook.notebook.view import parts, render
 from pi_notebook.notebook.view.live import (
     NOTICE_NO_CONTROLS,
     NOTICE_NOT_INTERACTIVE,
@@ -244,25 +244,31 @@ def test_five_thousand_deltas_are_coalesced_to_the_frame_rate(sent: Sent) -> Non
     view.handle(text_start(partial))
     sent.clear()
     start = clock.now
+    sealed_at: dict[int, int] = {}  # a sealed output's updates, counted when it was sealed
     for piece in pieces:
         clock.now += 0.001  # 1,000 tokens per second of fake time
         view.handle(delta(partial, piece))
+        for box in classed(view, "pi-text"):
+            for w in box.children[:-1]:
+                sealed_at.setdefault(id(w), sent[(id(w), "outputs")])
     duration = clock.now - start
     (text_box,) = classed(view, "pi-text")
     outputs = [w for w in walk(text_box) if isinstance(w, W.Output)]
     per_widget = {id(w): sent[(id(w), "outputs")] for w in outputs}
     frames = int(duration * rate) + 1
-    # The tail output is re-assigned at most once per frame; each sealed block is sent once,
-    # in the message that creates its model, and never again.
+    # The tail output is re-assigned at most once per frame; a sealed output is sent its
+    # sealed blocks once, in the frame that seals it, and never again.
     assert per_widget[id(text_box.children[-1])] <= frames
-    assert all(per_widget[id(w)] == 0 for w in text_box.children[:-1])
+    assert all(per_widget[id(w)] == sealed_at[id(w)] for w in text_box.children[:-1])
+    sealed = view.parts()[0].stream._frozen  # type: ignore[union-attr]
+    assert markdown_sources(text_box)[:-1] == [render.frontend_markdown(source) for source in sealed]
     assert len(text_box.children) > 3  # finished paragraphs were sealed along the way
     assert sent[(id(view._footer), "value")] <= duration / 5 + 1  # the clock moves every 5 s
     assert sum(per_widget.values()) >= frames // 10  # and it does stream while the text arrives
     # Each frame re-sends only the unfinished tail, never the whole answer.
     full = "".join(pieces)
     assert len(full) > 7 * FREEZE_MIN
-    assert 0 < sent.largest[id(text_box.children[-1])] < 2 * FREEZE_MIN
+    assert 0 < max(sent.largest.values()) < 2 * FREEZE_MIN  # a tail, or a seal
 
     view.flush()  # the last deltas arrived within one frame; flush draws them exactly
     assert "".join(markdown_sources(text_box)) == full
@@ -274,6 +280,67 @@ def test_five_thousand_deltas_are_coalesced_to_the_frame_rate(sent: Sent) -> Non
     for out in (w for w in walk(text_box) if isinstance(w, W.Output)):
         for item in out.outputs:
             assert set(item["data"]) == {"text/markdown"}  # no text/plain copy on the wire
+
+
+def test_a_streaming_frame_reads_only_the_new_text(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Per frame, the view looks for block ends in the text that arrived since the last frame
+    (not the whole unfinished tail), and escapes Markdown only for what it sends."""
+    escaped: list[int] = []
+
+    def counted(text: str) -> str:
+        escaped.append(len(text))
+        return render.frontend_markdown(text)
+
+    monkeypatch.setattr(parts, "frontend_markdown", counted)
+    clock = FakeClock()
+    view = LiveView("stream", clock=clock)
+    partial = AssistantMessage(content=[TextContent(text="")])
+    view.handle(text_start(partial))
+    pieces = paragraph_text(5000)
+    for piece in pieces:
+        clock.now += 0.001
+        view.handle(delta(partial, piece))
+    full = "".join(pieces)
+    stream = view.parts()[0].stream  # type: ignore[union-attr]
+    frames = 5000 * 0.001 * 20
+    assert frames * FREEZE_MIN > 5 * len(full)  # re-reading the tail per frame would show
+    assert stream._split.scanned <= 1.2 * len(full)
+    assert sum(escaped) <= 3 * len(full)
+
+
+def test_the_view_shares_its_layout_and_style_models_and_sends_no_class_updates(sent: Sent) -> None:
+    view = LiveView("q", controls=Controls().controls())
+    for event in tool_run().events:
+        view.handle(event)
+    view.close()
+    widgets = list(walk(view.widget))
+    layouts = {id(w.layout) for w in widgets}
+    assert len(layouts) <= 4  # the shared one, the root's border, the steer box, a tool card's
+    styles = {id(w.style) for w in widgets if hasattr(w, "style")}
+    assert len(styles) <= 3  # HTML, buttons, the steer box
+    class_updates = [key for key in sent if key[1] == "_dom_classes"]
+    cards = classed(view, "pi-tool")
+    assert len(class_updates) <= 2 * len(cards)  # only tool cards' status classes change
+
+
+async def test_a_steady_stream_is_drawn_by_its_events_not_by_the_timer() -> None:
+    """The pause timer fires a frame after the interval: a stream whose next token comes first
+    is drawn by that token, and never wakes the loop for a frame."""
+    clock = FakeClock()
+    view = LiveView("q", clock=clock)  # 20 frames a second
+    partial = AssistantMessage(content=[TextContent(text="")])
+    view.handle(text_start(partial))
+    view.handle(delta(partial, "a"))
+    loop = asyncio.get_running_loop()
+    timer = view._timer
+    assert timer is not None
+    assert timer.when() - loop.time() > 0.05 + 0.04  # the interval, then one frame more
+    clock.now += 0.06
+    view.handle(delta(partial, "b"))  # the interval has passed: this event draws
+    assert timer.cancelled()
+    assert view._timer is None
+    (text_box,) = classed(view, "pi-text")
+    assert markdown_sources(text_box) == ["ab"]
 
 
 def test_flush_makes_the_pending_tail_exact(sent: Sent) -> None:

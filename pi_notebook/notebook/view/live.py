@@ -4,12 +4,15 @@ updates while the cell runs, with Stop, Approve / Deny and steering controls.
 It owns *when* to draw. Every event goes through the pure reducer (``reduce.reduce``); widget
 updates are coalesced to at most ``max_rate_hz`` per second whatever the token rate, and
 flushed at once on block ends, tool start/end, message and turn ends and ``agent_end``, so the
-transcript never lags behind a structural change. A timer on the running loop draws the last
-few tokens when a stream pauses between frames, and a slow tick (1 Hz) keeps the elapsed time
-and what the run waits for (``render.activity``) moving while the model is silent, and shows
-text the streamed Markdown's byte budget held back. While text streams, the footer's clock
-moves every ``clock_s`` seconds only: the text shows the run is alive, and a footer update per
-frame would cost more bytes than the text itself. Per-item widgets live in ``parts``.
+transcript never lags behind a structural change. A streaming frame is drawn by the first
+event after the interval; a timer on the running loop draws the last few tokens when a stream
+pauses (a frame after the interval, so a steady stream never wakes the loop for it), and a
+slow tick (1 Hz) keeps the elapsed time and what the run waits for (``render.activity``)
+moving while the model is silent, and shows text the streamed Markdown's byte budget held
+back. While text streams, the footer's clock moves every ``clock_s`` seconds only: the text
+shows the run is alive, and a footer update per frame would cost more bytes than the text
+itself. Per-item widgets live in ``parts``; the view's widgets share their layout and
+style models (``SharedModels``).
 
 Button callbacks run on the kernel's event loop (ipykernel >= 7.4 handles comms while an
 awaiting cell runs); everything here must be called from that loop's thread.
@@ -30,7 +33,7 @@ import ipywidgets as W
 from ...agent.types import AgentEvent
 from ...runtime.events import AgentSessionEvent
 from . import render
-from .parts import Part, TextPart, ThinkingPart, ToolCardPart, UserPart, set_value
+from .parts import Part, SharedModels, TextPart, ThinkingPart, ToolCardPart, UserPart, set_value
 from .reduce import (
     FINAL_STATUSES,
     TextBlock,
@@ -140,6 +143,8 @@ class LiveView:
             notices = [NOTICE_NO_CONTROLS]
         for line in notices or ():
             add_notice(self.state, line)
+        self._models = SharedModels()
+        set_elapsed(self.state, 0.0)  # what the first flush shows, so the footer is built with it
         self._build()
         self.flush()
         self._arm_tick()
@@ -147,14 +152,15 @@ class LiveView:
     # --- widget tree -------------------------------------------------------------------------
 
     def _build(self) -> None:
-        self._prompt = W.HTML(render.prompt_html(self.state.prompt))
-        self._transcript = W.VBox()
-        self._transcript.add_class("pi-transcript")
-        self._queued = W.HTML()
-        self._error = W.HTML()
-        self._notice = W.HTML()
-        self._footer = W.HTML()
-        self._footer.add_class("pi-footer")
+        models = self._models
+        self._prompt = models.html(render.prompt_html(self.state.prompt))
+        self._transcript = models.vbox([], "pi-transcript")
+        # Made with their first values: a value assigned after the model is open is a message.
+        queued, error, notice, footer = self._chrome()
+        self._queued = models.html(queued)
+        self._error = models.html(error)
+        self._notice = models.html(notice)
+        self._footer = models.html(footer, "pi-footer")
         children: list[W.Widget] = [self._prompt, self._transcript, self._queued, self._error, self._notice]
         self.stop_button: W.Button | None = None
         self.steer_text: W.Text | None = None
@@ -164,30 +170,31 @@ class LiveView:
             children.append(self._build_controls())
         children.append(self._footer)
         layout = W.Layout(border_left="3px solid #8b7cf6", padding="2px 0 2px 10px", margin="4px 0")
-        self.widget = _ViewBox(children, layout=layout)
-        self.widget.add_class("pi-view")
+        self.widget = _ViewBox(children, layout=layout, _dom_classes=("pi-view",))
 
     def _build_controls(self) -> W.HBox:
-        self.stop_button = W.Button(description="Stop", button_style="warning", icon="stop")
+        button = self._models.button
+        self.stop_button = button(description="Stop", button_style="warning", icon="stop")
         text_layout = W.Layout(flex="1 1 auto", width="auto")
         self.steer_text = W.Text(placeholder=STEER_PLACEHOLDER, layout=text_layout)
-        self.send_button = W.Button(description="Send", tooltip="Steer: inject after the current turn")
-        self.queue_button = W.Button(description="Queue", tooltip="Follow up: run when the agent would stop")
+        self.send_button = button(description="Send", tooltip="Steer: inject after the current turn")
+        self.queue_button = button(description="Queue", tooltip="Follow up: run when the agent would stop")
         self.stop_button.on_click(lambda _b: self._on_stop())
         self.send_button.on_click(lambda _b: self._on_message("steer"))
         self.queue_button.on_click(lambda _b: self._on_message("follow_up"))
-        row = W.HBox([self.stop_button, self.steer_text, self.send_button, self.queue_button])
-        row.add_class("pi-controls")
-        return row
+        return self._models.hbox(
+            [self.stop_button, self.steer_text, self.send_button, self.queue_button], "pi-controls"
+        )
 
     def _make_part(self, item: Any) -> Part:
+        models = self._models
         if isinstance(item, TextBlock):
-            return TextPart()
+            return TextPart(models)
         if isinstance(item, ThinkingBlock):
-            return ThinkingPart()
+            return ThinkingPart(models)
         if isinstance(item, ToolCard):
-            return ToolCardPart(self.resolve_approval)
-        return UserPart()
+            return ToolCardPart(self.resolve_approval, models)
+        return UserPart(models)
 
     # --- events and drawing ------------------------------------------------------------------
 
@@ -206,7 +213,8 @@ class LiveView:
                 self.flush(clock=False)
             else:
                 self._pending = True
-                self._arm_timer()
+                if self._timer is None:
+                    self._arm_timer()
         except Exception as exc:
             log.exception("pi_notebook view failed on %s", getattr(event, "type", event))
             self._report(exc)
@@ -241,10 +249,22 @@ class LiveView:
                 drawn[i] = item.rev
         if grew:
             self._transcript.children = tuple(part.widget for part in parts)
-        set_value(self._queued, render.line_html("pi-queued", render.queued_text(state)))
-        set_value(self._error, render.line_html("pi-error", render.end_text(state)))
-        set_value(self._notice, render.line_html("pi-notice", state.notice))
-        set_value(self._footer, render.footer_html(state.footer, render.activity(state)))
+        queued, error, notice, footer = self._chrome()
+        set_value(self._queued, queued)
+        set_value(self._error, error)
+        set_value(self._notice, notice)
+        set_value(self._footer, footer)
+
+    def _chrome(self) -> tuple[str, str, str, str]:
+        """The HTML of the lines under the transcript: queued messages, the end, the notice
+        and the footer."""
+        state = self.state
+        return (
+            render.line_html("pi-queued", render.queued_text(state)),
+            render.line_html("pi-error", render.end_text(state)),
+            render.line_html("pi-notice", state.notice),
+            render.footer_html(state.footer, render.activity(state)),
+        )
 
     def _arm_timer(self) -> None:
         if self._timer is not None:
@@ -253,7 +273,10 @@ class LiveView:
             loop = asyncio.get_running_loop()
         except RuntimeError:
             return  # no loop (plain scripts, tests): the next event or flush() draws
-        delay = max(0.0, self._interval - (self._clock() - self._last_flush))
+        # A steady stream is drawn by ``handle`` once the interval has passed; the timer is for
+        # a stream that pauses, so it waits one frame more. Firing at the frame boundary woke
+        # the loop 20 times a second only to do what the next token would have done.
+        delay = max(0.0, self._interval - (self._clock() - self._last_flush)) + self._interval
         self._timer = loop.call_later(delay, self._on_timer)
 
     def _on_timer(self) -> None:

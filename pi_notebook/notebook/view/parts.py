@@ -17,16 +17,18 @@ from collections.abc import Callable
 from typing import Any
 
 import ipywidgets as W
+from ipywidgets.widgets.widget_button import ButtonStyle
+from ipywidgets.widgets.widget_string import HTMLStyle
 
 from .reduce import TextBlock, ThinkingBlock, ToolCard, UserItem
 from .render import (
+    SplitScanner,
     format_args,
     format_details,
     frontend_markdown,
     pre_html,
     progress_html,
     result_html,
-    safe_split,
     tool_head_html,
     user_html,
 )
@@ -40,6 +42,7 @@ __all__ = [
     "ByteBudget",
     "MarkdownStream",
     "Part",
+    "SharedModels",
     "TextPart",
     "ThinkingPart",
     "ToolCardPart",
@@ -65,10 +68,11 @@ past ``TAIL_GRANT``, as often as the budget allows. Every update carries about 7
 envelope and a seal about 2 bytes per character (1 of text, 1 of overhead), so at 100 tokens
 a second a long answer's text moves about once a second: the price of a fixed multiple."""
 
-TICK_BYTES_PER_CHAR = 3.0
+TICK_BYTES_PER_CHAR = 2.75
 """The looser budget of the slow tick (1 Hz), which shows text the frame budget held back: on
-a slow or steady stream the reader waits about a second for new words, and a stream still
-sends at most this many bytes per character (plus ``TAIL_GRANT`` and the final draw)."""
+a slow or steady stream the reader waits a second or two for new words, and a stream still
+sends at most this many bytes per character (plus ``TAIL_GRANT`` and the final draw). It was
+3.0 while a seal cost one message more (``MarkdownStream._freeze``)."""
 
 TAIL_GRANT = 6000
 """Bytes a stream may spend before the budget applies: a short answer streams live (a few
@@ -112,25 +116,76 @@ class ByteBudget:
         self.sent_bytes += cost
 
 
-def _classed(widget: W.Widget, *classes: str) -> W.Widget:
-    for cls in classes:
-        widget.add_class(cls)
-    return widget
+class SharedModels:
+    """The layout and style models that the widgets of one view share.
+
+    By default every ipywidgets widget makes a ``Layout`` model (about 1.6 KB of state) and,
+    for HTML and buttons, a style model, each opened with a message of its own: 25 of the 53
+    messages (31 of 57 KB) of the view of a one-word answer. Nothing here restyles a widget
+    once it is made, so the widgets that keep the default look share one model of each kind,
+    made on first use. CSS classes are passed to the constructors (``_dom_classes``) for the
+    same reason: ``add_class`` after the model is open is one more message."""
+
+    def __init__(self) -> None:
+        self._layout: W.Layout | None = None
+        self._card_layout: W.Layout | None = None
+        self._html_style: HTMLStyle | None = None
+        self._button_style: ButtonStyle | None = None
+
+    @property
+    def layout(self) -> W.Layout:
+        if self._layout is None:
+            self._layout = W.Layout()
+        return self._layout
+
+    @property
+    def card_layout(self) -> W.Layout:
+        """The frame of a tool card."""
+        if self._card_layout is None:
+            self._card_layout = W.Layout(
+                border="1px solid rgba(127,127,127,.35)", padding="2px 8px", margin="6px 0"
+            )
+        return self._card_layout
+
+    def html(self, value: str = "", *classes: str) -> W.HTML:
+        if self._html_style is None:
+            self._html_style = HTMLStyle()
+        return W.HTML(value, layout=self.layout, style=self._html_style, _dom_classes=classes)
+
+    def button(self, **traits: Any) -> W.Button:
+        if self._button_style is None:
+            self._button_style = ButtonStyle()
+        return W.Button(layout=self.layout, style=self._button_style, **traits)
+
+    def vbox(self, children: Any, *classes: str, layout: W.Layout | None = None) -> W.VBox:
+        return W.VBox(children, layout=layout or self.layout, _dom_classes=classes)
+
+    def hbox(self, children: Any, *classes: str) -> W.HBox:
+        return W.HBox(children, layout=self.layout, _dom_classes=classes)
+
+    def output(self, outputs: tuple[dict[str, Any], ...] = ()) -> W.Output:
+        return W.Output(layout=self.layout, outputs=outputs)
+
+    def collapsed(self, child: W.Widget, title: str, css_class: str) -> W.Accordion:
+        """An accordion, closed (``selected_index`` is ``None`` by default in ipywidgets 8)."""
+        return W.Accordion(children=[child], titles=(title,), layout=self.layout, _dom_classes=(css_class,))
 
 
 class MarkdownStream:
-    """Markdown rendered by the frontend, streamed: an ``Output`` per sealed run of finished
-    blocks, sent once, and one tail ``Output`` whose ``outputs`` is re-assigned as text
-    arrives, within the byte budget; the sealed outputs share one ``Layout`` model."""
+    """Markdown rendered by the frontend, streamed: one tail ``Output`` whose ``outputs`` is
+    re-assigned as text arrives, within the byte budget; when the tail's first blocks are
+    finished (``FREEZE_MIN``), the tail is sealed with them, is never sent again, and a new
+    tail output follows it. All the outputs share one ``Layout`` model."""
 
-    def __init__(self, css_class: str) -> None:
-        self.tail = W.Output()
-        self.widget = _classed(W.VBox([self.tail]), css_class)
-        self._layout: W.Layout | None = None  # made with the first seal: a model costs a message
+    def __init__(self, css_class: str, models: SharedModels | None = None) -> None:
+        self._models = models or SharedModels()
+        self.tail = self._models.output()
+        self.widget = self._models.vbox([self.tail], css_class)
         self._frozen: list[str] = []
         self._frozen_len = 0
         self._shown = ""
         self._held = ""
+        self._split = SplitScanner()  # the tail's block ends, each line read once
         self.budget = ByteBudget()  # the tail's updates and the seals
 
     @property
@@ -142,18 +197,17 @@ class MarkdownStream:
         if self._frozen_len and (len(text) < self._frozen_len or (done and not self._prefix_holds(text))):
             self._reset()
         tail = text[self._frozen_len :]
-        sealed = False
         if not done:
-            cut = safe_split(tail, FREEZE_MIN)
+            cut = self._split.split(tail, FREEZE_MIN)
             if cut:
-                self._freeze(tail[:cut])
-                tail = tail[cut:]
-                sealed = True  # the old tail shows the sealed text: replace it now
+                self._freeze(tail[:cut], tail[cut:])
+                self._split.reset()  # the tail now starts at the cut
+                return
         if tail == self._shown:
             self._held = ""
             return
         cost = MSG_OVERHEAD + _source_size(tail)
-        if not (done or sealed) and not self.budget.allows(cost, len(text)):
+        if not done and not self.budget.allows(cost, len(text)):
             self._held = tail
             return
         self._send(tail, cost)
@@ -175,25 +229,34 @@ class MarkdownStream:
     def _prefix_holds(self, text: str) -> bool:
         return text[: self._frozen_len] == "".join(self._frozen)
 
-    def _freeze(self, source: str) -> None:
-        if self._layout is None:
-            self._layout = W.Layout()
-        frozen = W.Output(layout=self._layout, outputs=_markdown_outputs(source))  # one message
+    def _freeze(self, source: str, rest: str) -> None:
+        """Seal ``source``: the tail output, which shows part of it already, takes all of it and
+        keeps its place, and a new tail after it is made with ``rest`` in the message that
+        creates it. Three messages (the seal, the new model, the box's children); sealing into
+        a new output took a fourth, the old tail's update, about 700 bytes a seal."""
+        sealed, self.tail = self.tail, self._models.output(_markdown_outputs(rest))
+        outputs = _markdown_outputs(source)
+        seal_cost = 0
+        if sealed.outputs != outputs:
+            sealed.outputs = outputs
+            seal_cost = MSG_OVERHEAD + _source_size(source)
         self._frozen.append(source)
         self._frozen_len += len(source)
-        self.widget.children = (*self.widget.children[:-1], frozen, self.tail)
-        # the new model with its outputs, and the box's children list
-        self.budget.spend(2 * MSG_OVERHEAD + 400 + _source_size(source) + 40 * len(self.widget.children))
+        self._shown, self._held = rest, ""
+        self.widget.children = (*self.widget.children, self.tail)
+        children = MSG_OVERHEAD + 40 * len(self.widget.children)
+        self.budget.spend(seal_cost + MSG_OVERHEAD + 400 + _source_size(rest) + children)
 
     def _reset(self) -> None:
         """The final text is not an extension of what was streamed: start over."""
         self._frozen, self._frozen_len, self._shown, self._held = [], 0, "", ""
+        self._split.reset()
         self.widget.children = (self.tail,)
 
 
 class TextPart:
-    def __init__(self) -> None:
-        self.stream = MarkdownStream("pi-text")
+    def __init__(self, models: SharedModels | None = None) -> None:
+        self.stream = MarkdownStream("pi-text", models)
         self.widget = self.stream.widget
 
     def draw(self, item: TextBlock) -> None:
@@ -209,12 +272,10 @@ class TextPart:
 class ThinkingPart:
     """Collapsed by default: reasoning is there to be looked at, not read along."""
 
-    def __init__(self) -> None:
-        self.stream = MarkdownStream("pi-thinking-body")
-        self.widget = _classed(
-            W.Accordion(children=[self.stream.widget], titles=("Thinking…",)), "pi-thinking"
-        )
-        self.widget.selected_index = None
+    def __init__(self, models: SharedModels | None = None) -> None:
+        models = models or SharedModels()
+        self.stream = MarkdownStream("pi-thinking-body", models)
+        self.widget = models.collapsed(self.stream.widget, "Thinking…", "pi-thinking")
 
     def draw(self, item: ThinkingBlock) -> None:
         text = "*[Reasoning redacted]*" if item.redacted else item.text
@@ -229,8 +290,8 @@ class ThinkingPart:
 
 
 class UserPart:
-    def __init__(self) -> None:
-        self.widget = _classed(W.HTML(), "pi-user-item")
+    def __init__(self, models: SharedModels | None = None) -> None:
+        self.widget = (models or SharedModels()).html("", "pi-user-item")
 
     def draw(self, item: UserItem) -> None:
         set_value(self.widget, user_html(item))
@@ -246,12 +307,12 @@ class ToolCardPart:
     """One card per tool call: name and status, arguments as they stream, progress then the
     result content, and the details in a collapsed section; Approve / Deny while it waits."""
 
-    def __init__(self, on_answer: Callable[[str, bool], None]) -> None:
-        self.head = W.HTML()
-        self.args = W.HTML()
-        self.body = W.HTML()
-        layout = W.Layout(border="1px solid rgba(127,127,127,.35)", padding="2px 8px", margin="6px 0")
-        self.widget = _classed(W.VBox([self.head, self.args, self.body], layout=layout), "pi-tool")
+    def __init__(self, on_answer: Callable[[str, bool], None], models: SharedModels | None = None) -> None:
+        self._models = models = models or SharedModels()
+        self.head = models.html()
+        self.args = models.html()
+        self.body = models.html()
+        self.widget = models.vbox([self.head, self.args, self.body], "pi-tool", layout=models.card_layout)
         self.details: W.Accordion | None = None
         self._details_html: W.HTML | None = None
         self.approve: W.Button | None = None
@@ -307,21 +368,18 @@ class ToolCardPart:
 
     def _draw_details(self, body: str) -> None:
         if self.details is None or self._details_html is None:
-            self._details_html = W.HTML()
-            self.details = _classed(
-                W.Accordion(children=[self._details_html], titles=("Details",)), "pi-details"
-            )
-            self.details.selected_index = None
+            self._details_html = self._models.html()
+            self.details = self._models.collapsed(self._details_html, "Details", "pi-details")
             self.widget.children = (*self.widget.children, self.details)
         set_value(self._details_html, pre_html(body, "pi-details-body") if body else "")
 
     def _draw_approval(self, waiting: bool) -> None:
         if waiting and self._approval_row is None:
-            self.approve = W.Button(description="Approve", button_style="success", icon="check")
-            self.deny = W.Button(description="Deny", button_style="danger", icon="times")
+            self.approve = self._models.button(description="Approve", button_style="success", icon="check")
+            self.deny = self._models.button(description="Deny", button_style="danger", icon="times")
             self.approve.on_click(lambda _button: self._on_answer(self._call_id, True))
             self.deny.on_click(lambda _button: self._on_answer(self._call_id, False))
-            self._approval_row = _classed(W.HBox([self.approve, self.deny]), "pi-approval")
+            self._approval_row = self._models.hbox([self.approve, self.deny], "pi-approval")
             self.widget.children = (*self.widget.children, self._approval_row)
         elif not waiting and self._approval_row is not None:
             self.widget.children = tuple(c for c in self.widget.children if c is not self._approval_row)

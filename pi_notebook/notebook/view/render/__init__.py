@@ -18,6 +18,7 @@ from ..reduce import ViewState
 from .limits import MAX_MARKDOWN_CHARS, MAX_MARKUP, MAX_NESTING, PLAIN_NOTE, too_much_markup
 from .markdown import (
     SAFE_SCHEMES,
+    SplitScanner,
     frontend_markdown,
     plain_markdown,
     renders_raw_html,
@@ -63,6 +64,7 @@ __all__ = [
     "NO_MATH",
     "PLAIN_NOTE",
     "SAFE_SCHEMES",
+    "SplitScanner",
     "activity",
     "details_html",
     "end_text",

@@ -7,7 +7,8 @@
   and $6" is not typeset as math; and keeps the work of the frontend's parser bounded
   (``limits``).
 * ``safe_split`` finds the end of the complete blocks of a growing Markdown text, so the live
-  view can freeze them and re-send only the tail.
+  view can freeze them and re-send only the tail; ``SplitScanner`` does it reading each line
+  of the growing text once, not the whole tail on every frame.
 
 Pure: no widget or IPython imports.
 """
@@ -22,6 +23,7 @@ from markdown_it import MarkdownIt
 from .limits import PLAIN_NOTE, cap_line, cap_nesting, closes_fence, opens_fence, too_much_markup
 
 __all__ = [
+    "SplitScanner",
     "closes_fence",
     "frontend_markdown",
     "opens_fence",
@@ -259,16 +261,13 @@ def frontend_markdown(text: str) -> str:
 _LIST_OR_QUOTE = re.compile(r"(?:[-+*>]|\d{1,9}[.)])(?:\s|$)")
 
 
-def safe_split(text: str, min_size: int = 0) -> int:
-    """The largest offset ``k`` (0 if none) where ``text[:k]`` is a run of complete Markdown
-    blocks that renders the same on its own: a blank line outside code fences, followed by a
-    line that starts a new top-level block. The live view freezes ``text[:k]`` into its own
-    output and keeps re-sending only the tail. Returns 0 when ``k < min_size``."""
-    best = 0
-    fence = ""
-    pos = 0
-    blank_before = False
-    for line in text.splitlines(keepends=True):
+def _scan_lines(text: str, start: int, end: int, state: tuple[int, str, bool]) -> tuple[int, str, bool]:
+    """``safe_split``'s scan of the lines in ``text[start:end]`` from ``state`` = (the best cut
+    so far, the open fence, whether the line before ``start`` was blank); returns the state
+    after them."""
+    best, fence, blank_before = state
+    pos = start
+    for line in text[start:end].splitlines(keepends=True):
         stripped = line.strip()
         if fence:
             if closes_fence(line, fence):
@@ -282,4 +281,48 @@ def safe_split(text: str, min_size: int = 0) -> int:
             fence = opens_fence(line)
         blank_before = not stripped and not fence
         pos += len(line)
+    return best, fence, blank_before
+
+
+def safe_split(text: str, min_size: int = 0) -> int:
+    """The largest offset ``k`` (0 if none) where ``text[:k]`` is a run of complete Markdown
+    blocks that renders the same on its own: a blank line outside code fences, followed by a
+    line that starts a new top-level block. The live view freezes ``text[:k]`` into its own
+    output and keeps re-sending only the tail. Returns 0 when ``k < min_size``.
+
+    Only lines ending in a newline can start that block, so an unfinished last line never
+    moves ``k``: ``SplitScanner`` relies on it to scan a growing text once."""
+    best = _scan_lines(text, 0, len(text), (0, "", False))[0]
     return best if best >= min_size else 0
+
+
+class SplitScanner:
+    """``safe_split`` of a text that grows at its end, reading each line once: the scan's state
+    (the best cut, an open fence, a blank line last) is kept after the last complete line, and
+    each call reads only the lines completed since. ``scanned``: characters read so far."""
+
+    def __init__(self) -> None:
+        self.scanned = 0
+        self.reset()
+
+    def reset(self) -> None:
+        """Start over (the text was cut or replaced)."""
+        self._end = 0
+        self._last_line = ""
+        self._state: tuple[int, str, bool] = (0, "", False)
+
+    def split(self, text: str, min_size: int = 0) -> int:
+        """``safe_split(text, min_size)``, for ``text`` that extends the text of the last call
+        (a text that does not, as far as its last scanned line shows, is scanned anew)."""
+        end = self._end
+        if end > len(text) or not text.startswith(self._last_line, end - len(self._last_line)):
+            self.reset()
+            end = 0
+        complete = text.rfind("\n") + 1
+        if complete > end:
+            self._state = _scan_lines(text, end, complete, self._state)
+            self.scanned += complete - end
+            self._last_line = text[text.rfind("\n", 0, complete - 1) + 1 : complete]
+            self._end = complete
+        best = self._state[0]
+        return best if best >= min_size else 0
