@@ -218,7 +218,9 @@ def check_approvals(value: Any) -> dict[str, Policy]:
 
 
 def _parser() -> MagicArgumentParser:
-    parser = MagicArgumentParser(prog="%%pi", description="Run a prompt through the agent.")  # type: ignore[no-untyped-call]
+    # ``%pi``: IPython's help formatter puts one more "%" before the prog, so ``%%pi?`` reads
+    # ``%%pi [--model MODEL] ...`` (with "%%pi" it read "%%%pi").
+    parser = MagicArgumentParser(prog="%pi", description="Run a prompt through the agent.")  # type: ignore[no-untyped-call]
     add = parser.add_argument
     add("--model", help="provider:id")
     add("--thinking", choices=list(THINKING_LEVELS), help="thinking level")

@@ -235,7 +235,13 @@ GEMINI = "google:gemini-2.5-flash"
             "(RemoteProtocolError: Server disconnected without sending a response). Run the cell "
             "again; if it keeps breaking, look at the server's log or the proxy in between.",
         ),
-        (OPENAI, "No API key for provider: openai. Set OPENAI_API_KEY or pass api_key.", None),
+        (
+            OPENAI,
+            "No API key for provider: openai. Set OPENAI_API_KEY or pass api_key.",
+            "No API key for openai. Set OPENAI_API_KEY in the kernel from a cell without showing it: "
+            'import os, getpass; os.environ["OPENAI_API_KEY"] = getpass.getpass() (not %env '
+            "OPENAI_API_KEY=..., which prints it), or before starting Jupyter; then run the cell again.",
+        ),
         ("faux:faux-1", "529 overloaded: the provider is busy, retry later", None),  # scripted, no server
     ],
 )
@@ -245,6 +251,15 @@ def test_an_error_line_gives_the_reason_and_what_to_do(
     """What the run's ``Error:`` line says for errors the kernel fault subset does not meet
     (``tests/notebook/test_faults_kernel.py``); ``None``: the text already says what to do."""
     assert explain_error(error, resolve_model(spec)) == line
+
+
+def test_a_missing_key_says_how_to_set_it_from_a_cell(ip: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    _, captured = pi(ip, "--model openai:gpt-4o-mini --tools none", "q")
+    [bundle] = outputs(captured)
+    assert 'os.environ["OPENAI_API_KEY"] = getpass.getpass()' in bundle["text/plain"]
+    said = "No API key for provider: openai. Set OPENAI_API_KEY or pass api_key."
+    assert ip.user_ns["_pi"].error_message == said, "the transcript keeps Pi's text"
 
 
 def test_tokens_reported_before_a_failure_stay_in_the_footer(

@@ -475,6 +475,12 @@ def line(shell: Any, text: str) -> str:
     return str(captured.stdout)
 
 
+def test_the_cell_magic_help_names_it_with_two_percent_signs(ip: Any) -> None:
+    doc = ip.find_cell_magic("pi").__doc__
+    assert "\n  %%pi [--model MODEL]" in doc
+    assert "%%%pi" not in doc
+
+
 def test_line_magic_subcommands(ip: Any, faux: FauxRegistration) -> None:
     assert "%%pi [options]" in line(ip, "help")
     assert "steer TEXT" in line(ip, "")
@@ -494,6 +500,11 @@ def test_line_magic_subcommands(ip: Any, faux: FauxRegistration) -> None:
         "headless: no (no kernel)",
     ):
         assert expected in status
+    used = ip.user_ns["_pi"].usage
+    assert (
+        f"tokens: {used.input} in, {used.output} out, {used.cache_read} cache read, "
+        f"{used.cache_write} cache write; cost: $0.0000"
+    ) in status
     assert (
         line(ip, "tools read")
         == "notebook tools: list_variables, inspect_variable, read_cells, read_notebook\n"

@@ -275,6 +275,22 @@ def test_a_turn_that_ran_tools_is_retried_from_the_failed_call_only(ip: Any, fau
     assert "Recovered on retry 1 of 3" in plain(captured)
 
 
+def test_a_retried_call_is_one_turn_and_its_tokens_are_counted(ip: Any, faux: FauxRegistration) -> None:
+    """One model call retried once is one turn in the footer, not two; the failed attempt's
+    usage stays counted (its tokens were spent)."""
+    configure(ip)
+    spent = faux_assistant_message([], stop_reason="error", error_message="503 Service Unavailable")
+    faux.set_responses([spent, "All good."])
+    _, captured = pi(ip, "--model faux:faux-1 --tools none", "q")
+    [found] = outputs(captured)
+    result = ip.user_ns["_pi"]
+    assert result.text == "All good."
+    shown = f"{result.usage.input:,} in / {result.usage.output:,} out tokens"
+    assert "1 turn · " in found["text/html"], found["text/html"][-400:]
+    assert shown not in found["text/html"], "the footer also counts the failed attempt's input"
+    assert " out tokens" in found["text/html"]
+
+
 def test_exhausted_retries_leave_the_error(ip: Any, faux: FauxRegistration) -> None:
     configure(ip, retries=2)
     faux.set_responses([failure(), failure(), failure(), "never"])

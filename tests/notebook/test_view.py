@@ -43,6 +43,7 @@ from pi_notebook.notebook.view.reduce import (
     set_elapsed,
 )
 from pi_notebook.notebook.view.render import activity
+from pi_notebook.runtime.events import AutoRetryEndEvent, AutoRetryStartEvent
 
 
 def run_events(run: Run, prompt: str | None = None) -> ViewState:
@@ -343,12 +344,12 @@ def test_tool_identity_revealed_late_is_adopted() -> None:
     assert state.tool_card("late-id") is cards[0]
 
 
-def test_usage_and_cost_accumulate_over_turns_and_ignore_partials() -> None:
+def test_usage_and_cost_accumulate_over_turns_and_the_final_usage_replaces_the_partial() -> None:
     run = Run().start("q")
     first = run.assistant(
         ("tool", "t", "f", {}), stop_reason="toolUse", usage_=usage(1000, 50, 0.0105, cache_read=200)
     )
-    # A provider that reports live usage on the partial must not be counted twice.
+    # A provider that reports live usage on the partial: shown while streaming, not counted twice.
     for event in run.events:
         if isinstance(event, MessageUpdateEvent):
             event.message.usage = usage(999, 999, 9.99)
@@ -360,6 +361,59 @@ def test_usage_and_cost_accumulate_over_turns_and_ignore_partials() -> None:
     assert footer.turns == 2
     assert (footer.input_tokens, footer.output_tokens, footer.cache_read_tokens) == (2300, 130, 200)
     assert footer.cost == pytest.approx(0.0247)
+
+
+def test_the_footer_shows_the_usage_the_streaming_message_reports() -> None:
+    run = Run().start("q")
+    run.assistant(("text", "first answer"), usage_=usage(100, 10, 0.01))
+    run.turn().assistant(("text", "streaming on"), usage_=usage(300, 40, 0.03))
+    for event in run.events[-6:]:
+        if isinstance(event, MessageUpdateEvent):
+            event.message.usage = usage(300, 20, 0.02)
+    state = ViewState()
+    for event in run.events[:-1]:  # up to the last update: the second message still streams
+        reduce(state, event)
+    footer = state.footer
+    assert state.streaming
+    assert (footer.input_tokens, footer.output_tokens) == (400, 30)
+    assert footer.cost == pytest.approx(0.03)
+    reduce(state, run.events[-1])
+    assert (footer.input_tokens, footer.output_tokens) == (400, 50)
+    assert footer.cost == pytest.approx(0.04)
+
+
+def test_a_stopped_or_failed_answer_keeps_its_usage() -> None:
+    run = Run().start("q")
+    run.assistant(
+        ("text", "half"), stop_reason="aborted", usage_=usage(120, 7, 0.002), error_message="aborted"
+    )
+    run.end()
+    footer = run_events(run).footer
+    assert (footer.input_tokens, footer.output_tokens) == (120, 7)
+    # Interrupted before its end: what the partial reported stays counted.
+    run = Run().start("q")
+    run.assistant(("text", "half an answer"))
+    for event in run.events:
+        if isinstance(event, MessageUpdateEvent):
+            event.message.usage = usage(50, 3, 0.001)
+    run.events.pop()  # no message_end
+    footer = run_events(run.end()).footer
+    assert (footer.input_tokens, footer.output_tokens) == (50, 3)
+
+
+def test_a_retried_call_is_the_same_turn() -> None:
+    run = Run().start("q")
+    failed = run.assistant(stop_reason="error", error_message="503", usage_=usage(10, 0, 0.0))
+    run.turn_end(failed).end()
+    run.events.append(AutoRetryStartEvent(attempt=1, max_attempts=3, delay_ms=10, error_message="503"))
+    run.events += [AgentStartEvent(), TurnStartEvent()]
+    call = run.assistant(("tool", "t", "f", {}), stop_reason="toolUse")
+    run.events.append(AutoRetryEndEvent(success=True, attempt=1))
+    run.tool_start("t", "f", {}).tool_end("t", "f", "ok").tool_result("t", "f", "ok").turn_end(call).turn()
+    run.turn_end(run.assistant(("text", "done"))).end()
+    state = run_events(run)
+    assert state.footer.turns == 2, "the failed turn and the tool's follow-up; the retry is neither"
+    assert state.footer.input_tokens == 30, "the failed call's tokens were spent"
 
 
 def test_elapsed_comes_from_timestamps_unless_a_clock_set_it() -> None:

@@ -157,7 +157,8 @@ def _status_cmd(state: NotebookState, name: str | None, rest: str) -> None:
         f"thinking: {agent.state.thinking_level}",
         f"defaults: {defaults_line(state)}",
         f"messages: {len(agent.state.messages)}; running: {'yes' if agent.state.is_streaming else 'no'}",
-        f"tokens: {usage.input} in, {usage.output} out; cost: ${usage.cost.total:.4f}",
+        f"tokens: {usage.input} in, {usage.output} out, {usage.cache_read} cache read, "
+        f"{usage.cache_write} cache write; cost: ${usage.cost.total:.4f}",
         f"tools: {state.config.tools}",
         f"timeout: {timeout_line(state.config)}",
         f"loop guard: {loop_guard_line(state.config.loop_guard)}",

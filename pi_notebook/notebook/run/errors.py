@@ -13,7 +13,8 @@ cell ends with after its output is drawn.
     trying again (5xx), checking the model and options (other 4xx);
   - a reply the API's parser could not read, or one that ended early, says to run the cell
     again and what to check if it keeps happening;
-  - a local server that could not parse the model's tool call says so and what to try.
+  - a local server that could not parse the model's tool call says so and what to try;
+  - a missing API key says how to set the variable from a cell without the key showing.
 * ``RunFailed``: a run that ended in an error raises after rendering when ``raise_on_error`` is
   on (by default in headless runs), so nbconvert, papermill and CI fail instead of exiting 0.
 * ``RunInterrupted``: a kernel interrupt ends the cell as interrupted (Run All stops) and is
@@ -45,6 +46,8 @@ INTERRUPTED = (
     "the conversation continues in the next cell."
 )
 _CONNECTION = "Connection error"
+_NO_KEY = "No API key for provider:"
+"""How Pi's missing-key error begins (``ai/env.py: missing_key_message``)."""
 FAUX_API = "faux"
 """How the api of every faux provider's models begins (``pi_notebook.ai.faux``)."""
 MAX_REASON_CHARS = 300
@@ -87,6 +90,8 @@ def explain_error(message: str | None, model: Model, failure: RequestFailure | N
     is the failed message's record (``AssistantMessage.failure``): kind and status come from it."""
     if not message or model.api.startswith(FAUX_API):
         return None
+    if message.startswith(_NO_KEY):
+        return _explain_missing_key(model)
     if _UNPARSED_TOOL_CALL in message and model.provider in LOCAL_SERVERS:
         return (
             f"{message.rstrip('.')}: the server could not parse the model's tool call. "
@@ -114,6 +119,19 @@ def explain_error(message: str | None, model: Model, failure: RequestFailure | N
     if _CUT_SHORT.search(message):
         return f"{said}: the answer was cut short. Run the cell again."
     return None
+
+
+def _explain_missing_key(model: Model) -> str:
+    """What can be done from a cell: the key is read from the kernel's environment at each
+    call. The advice never puts the key in the notebook (``%env NAME=value`` echoes it)."""
+    names = env_var_names(model.provider)
+    name = names[0]
+    either = f"{' or '.join(names)}; e.g. " if len(names) > 1 else ""
+    return (
+        f"No API key for {model.provider}. Set {either}{name} in the kernel from a cell without "
+        f'showing it: import os, getpass; os.environ["{name}"] = getpass.getpass() (not '
+        f"%env {name}=..., which prints it), or before starting Jupyter; then run the cell again."
+    )
 
 
 def _explain_connection(message: str, model: Model, where: str) -> str:

@@ -15,6 +15,9 @@ Retry lines, as the session reports it:
   attempts.`` (the error itself is shown above), or, stopped during the wait, ``Retry 1 of 3
   cancelled after: <error>`` with the run ended as aborted.
 
+The retried call's ``turn_start`` is the failed turn again: the footer's turn count does not
+grow (``_retried_call``).
+
 Compaction lines: ``Compacting the context…`` while it runs, then ``Context compacted (context
 near the model's window): 12,345 tokens summarized.`` or the session's error line.
 """
@@ -79,6 +82,7 @@ def _seconds(delay_ms: int) -> str:
 def _on_retry_start(state: ViewState, event: Any) -> None:
     note = state._retry = RetryNote(event.attempt, event.max_attempts, first_line(event.error_message))
     reopen(state)
+    state._retried_call = True
     add_notice(
         state,
         f"Retrying in {_seconds(event.delay_ms)}, {note.attempt} of {note.max_attempts}: {note.error}",

@@ -234,7 +234,32 @@ _BLOCK_HANDLERS: dict[str, Callable[[ViewState, Any], None]] = {
 }
 
 
+def _usage_tuple(usage: Any) -> tuple[int, int, int, int, float]:
+    if usage is None:
+        return (0, 0, 0, 0, 0.0)
+    return (usage.input, usage.output, usage.cache_read, usage.cache_write, usage.cost.total)
+
+
+def _show_usage(state: ViewState, usage: tuple[int, int, int, int, float]) -> None:
+    """Make the footer count ``usage`` for the current message instead of what it counted so
+    far: O(1), whatever the number of messages."""
+    live = state._live_usage
+    if usage == live:
+        return
+    footer = state.footer
+    footer.input_tokens += usage[0] - live[0]
+    footer.output_tokens += usage[1] - live[1]
+    footer.cache_read_tokens += usage[2] - live[2]
+    footer.cache_write_tokens += usage[3] - live[3]
+    footer.cost += usage[4] - live[4]
+    state._live_usage = usage
+    state.rev += 1
+
+
 def _on_message_update(state: ViewState, event: MessageUpdateEvent) -> None:
+    message = getattr(event, "message", None)
+    if getattr(message, "role", None) == "assistant":  # usage so far, where the provider reports it
+        _show_usage(state, _usage_tuple(getattr(message, "usage", None)))
     inner: AssistantMessageEvent = event.assistant_message_event
     handler = _BLOCK_HANDLERS.get(inner.type)
     if handler is not None:
@@ -251,6 +276,7 @@ def _on_message_start(state: ViewState, event: MessageStartEvent) -> None:
     if getattr(event.message, "role", None) == "assistant":
         state._blocks = {}
         state.streaming = False
+        state._live_usage = (0, 0, 0, 0, 0.0)
 
 
 def _reconcile_block(state: ViewState, index: int, block: Any) -> None:
@@ -284,14 +310,9 @@ def _reconcile_block(state: ViewState, index: int, block: Any) -> None:
 def _end_assistant(state: ViewState, message: Any) -> None:
     for index, block in enumerate(getattr(message, "content", None) or ()):
         _reconcile_block(state, index, block)
-    usage = getattr(message, "usage", None)
+    _show_usage(state, _usage_tuple(getattr(message, "usage", None)))
+    state._live_usage = (0, 0, 0, 0, 0.0)  # counted for good; the next message starts from 0
     footer = state.footer
-    if usage is not None:
-        footer.input_tokens += usage.input
-        footer.output_tokens += usage.output
-        footer.cache_read_tokens += usage.cache_read
-        footer.cache_write_tokens += usage.cache_write
-        footer.cost += usage.cost.total
     footer.model = getattr(message, "response_model", None) or getattr(message, "model", "") or footer.model
     state.stop_reason = getattr(message, "stop_reason", None)
     state.error_message = getattr(message, "error_message", None)
@@ -377,7 +398,10 @@ def _on_tool_end(state: ViewState, event: ToolExecutionEndEvent) -> None:
 
 
 def _on_turn_start(state: ViewState, event: Any) -> None:
-    state.footer.turns += 1
+    if state._retried_call:
+        state._retried_call = False  # the failed turn again, not a new one
+    else:
+        state.footer.turns += 1
     state.streaming = False
     state.rev += 1
 
@@ -397,6 +421,7 @@ def _on_agent_end(state: ViewState, event: AgentEndEvent) -> None:
     if not state._clock_elapsed and state._first_ts is not None and state._last_ts is not None:
         state.footer.elapsed = max(0.0, (state._last_ts - state._first_ts) / 1000)
     state._blocks = {}
+    state._live_usage = (0, 0, 0, 0, 0.0)  # a message that never ended keeps what it reported
     state.finished = True
     state.rev += 1
 

@@ -136,12 +136,14 @@ Item: TypeAlias = TextBlock | ThinkingBlock | ToolCard | UserItem
 @dataclass
 class Footer:
     turns: int = 0
+    """Turns of the agent loop; a retried model call is the same turn."""
     input_tokens: int = 0
     output_tokens: int = 0
     cache_read_tokens: int = 0
     cache_write_tokens: int = 0
     cost: float = 0.0
-    """USD, summed over the run's assistant messages."""
+    """USD, summed over the run's assistant messages (failed, stopped and retried calls too:
+    their tokens were spent), the streaming message's usage so far included."""
     elapsed: float = 0.0
     """Seconds. Set by the live adapter from its clock; otherwise derived from message timestamps."""
     model: str = ""
@@ -196,6 +198,11 @@ class ViewState:
     _clock_elapsed: bool = field(default=False, repr=False)
     _retry: RetryNote | None = field(default=None, repr=False)
     _compactions: int = field(default=0, repr=False)
+    _retried_call: bool = field(default=False, repr=False)
+    """A retry was announced: the next ``turn_start`` repeats a turn, it is not a new one."""
+    _live_usage: tuple[int, int, int, int, float] = field(default=(0, 0, 0, 0, 0.0), repr=False)
+    """The usage of the streaming message already added to the footer (input, output, cache
+    read, cache write, cost); replaced by the message's final usage at its end."""
 
     def tool_card(self, tool_call_id: str) -> ToolCard | None:
         return self._cards.get(tool_call_id)
