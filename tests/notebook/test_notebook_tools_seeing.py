@@ -328,3 +328,61 @@ def test_insert_cell_on_colab_says_it_was_not_inserted(
     result = call(tools, "insert_cell", code="y = 3")
     assert text_of(result).startswith("Not inserted: Colab does not insert cells from the kernel.")
     assert ip.rl_next_input is None
+
+
+# --- 7. the tool card shows figures and tables, whatever the model sees ----------------------------
+
+FIGURE_AND_TABLE = """\
+import matplotlib
+matplotlib.use("agg")
+import matplotlib.pyplot as plt
+import pandas as pd
+plt.plot([1, 2, 3], [3, 1, 2])
+pd.DataFrame({"month": ["jan", "feb"], "sales": [10, 12]})"""
+
+
+def test_the_frozen_card_shows_the_figure_and_table_run_code_made(ip: Any, faux: Any) -> None:
+    pytest.importorskip("matplotlib")
+    pytest.importorskip("pandas")
+    from kernel_ipshell import outputs, run
+
+    from pi_notebook.ai.faux import faux_assistant_message, faux_tool_call
+
+    def once() -> dict[str, Any]:
+        call = faux_tool_call("run_code", {"code": FIGURE_AND_TABLE}, id="call-1")
+        faux.set_responses([faux_assistant_message([call], stop_reason="toolUse"), "Drawn."])
+        _, captured = run(ip, "%%pi --model faux:faux-1 --approve auto\nplot it")
+        [bundle] = outputs(captured)
+        return bundle
+
+    first, second = once(), once()
+    html = first["text/html"]
+    image = r'<img class="pi-figure" src="data:image/png;base64,iVBORw0KGgo[\w+/=]+" alt="figure 1: \d+x\d+'
+    assert re.search(image, html)
+    assert "<td style=" in html
+    assert ">feb</td>" in html
+    assert "dataframe" not in html
+    # The code reads as code in the card, and the text/plain keeps no image bytes and is repeatable.
+    assert "import matplotlib\nmatplotlib.use(" in re.sub(r"<[^>]+>", "", html).replace("&quot;", '"')
+    assert first["text/plain"] == second["text/plain"]
+    assert "base64" not in first["text/plain"]
+    assert "display" not in first["text/plain"]
+    assert re.search(r"\[figure 1: \d+x\d+ PNG, attached\]", first["text/plain"])
+
+
+def test_run_code_details_carry_the_figure_for_a_text_only_model(ip: Any, tools: NotebookTools) -> None:
+    pytest.importorskip("matplotlib")
+    tools.begin_run(model=_TextModel())
+    ip.user_ns["secret_token"] = "sk-" + "q" * 40
+    try:
+        result = call(tools, "run_code", code=FIGURE_AND_TABLE.replace('"feb"', "secret_token"))
+    finally:
+        tools.begin_run(model=_VisionModel())  # the shell's tools outlive this test
+    assert images_of(result) == []  # the model sees the placeholder only, as before
+    assert re.search(r"\[figure 1: \d+x\d+ PNG, not shown: this model has no image input\]", text_of(result))
+    table, figure = result.details["display"]
+    assert figure["type"] == "image"
+    assert base64.b64decode(figure["data"]).startswith(b"\x89PNG")
+    assert table["type"] == "html"
+    assert "<table" in table["html"]
+    assert "q" * 40 not in table["html"] + table["text"]

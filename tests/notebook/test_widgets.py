@@ -634,3 +634,25 @@ async def test_real_agent_run_streams_asks_and_freezes(faux: Any) -> None:
     assert view.state.finished
     assert all(w.disabled for w in find(view, W.Button))
     assert view.static_bundle() == render.static_bundle(view.state)
+
+
+def test_tool_card_shows_code_and_the_figure_once() -> None:
+    png = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR4nGNgAAIAAAUAAd5bqZsAAAAASUVORK5CYII="
+    code = {"code": "a = 1\nb = 2"}
+    card = ToolCard(tool_call_id="c", name="run_code", status="pending_approval", args=code)
+    part = ToolCardPart(lambda call_id, ok: None)
+    part.draw(card)
+    assert "<code>" in part.args.value
+    assert "\\n" not in part.args.value
+    assert "\n" in part.args.value
+    assert part.display is None
+    card.status, card.content = "done", "[figure 1: 1x1 PNG, attached]"
+    card.details = {"display": [{"type": "image", "mime": "image/png", "data": png, "label": "figure 1"}]}
+    part.draw(card)
+    assert part.display is not None
+    assert part.widget.children[3] is part.display
+    assert f'src="data:image/png;base64,{png}"' in part.display.value
+    sent: list[Any] = []
+    part.display.send_state = lambda key=None: sent.append(key)  # type: ignore[method-assign]
+    part.draw(card)  # a redraw of the same result sends no image again
+    assert sent == []

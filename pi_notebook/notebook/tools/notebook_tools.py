@@ -43,7 +43,7 @@ from ...ai.types import TextContent
 from ..kernel.interrupts import interruptible, raise_if_interrupted
 from .cell_log import CellErrorLog
 from .cells import format_saved_cell, history_text, saved_notebook
-from .outputs import ImageBudget, open_figures, take_figures
+from .outputs import ImageBudget, Shown, open_figures, take_figures
 from .references import (
     looks_secret,
     one_line,
@@ -351,14 +351,20 @@ class NotebookTools:
             if stream:
                 parts.append(f"{label}:\n{_head_tail(stream)}")
         labels = [label for output in captured.outputs for label in images.add_bundle(output.data)]
+        shown = Shown()  # what the card shows the user, whether or not the model sees images
+        for output in captured.outputs:
+            shown.add_bundle(output.data)
         result_text = None
         if has_value and value is not None:
             data = self._format_value(value)
             labels += images.add_bundle(data)
+            shown.add_bundle(data)
             plain = data.get("text/plain")
             result_text = truncate(str(plain), 4000) if plain is not None else summarize(value, 4000)
             parts.append(f"result: {result_text}")
         labels += [images.add(png, "image/png", "figure") for png in figures]
+        for png in figures:
+            shown.add_image(png, "image/png", "figure")
         parts += labels
         secrets = self._secrets()  # scanned once for the texts below, not once per text
 
@@ -368,12 +374,14 @@ class NotebookTools:
         if error is not None:
             raise RuntimeError(redact("\n".join([*parts, error])))
         text = "\n".join(parts) or "(no output)"
-        details = {  # shown in the output's Details and kept in the session: redacted too
+        details: dict[str, Any] = {  # shown in the Details and kept in the session: redacted too
             "stdout": redact(captured.stdout),
             "stderr": redact(captured.stderr),
             "result": redact(result_text) if result_text is not None else None,
             "images": len(images.images),
         }
+        if shown.items:
+            details["display"] = shown.details(redact)
         return AgentToolResult(content=[TextContent(text=redact(text)), *images.images], details=details)
 
     def _format_value(self, value: Any) -> dict[str, Any]:

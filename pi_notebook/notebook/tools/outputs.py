@@ -7,6 +7,9 @@ or a text placeholder for a model without image input) and rich output as bounde
 * ``bundle_text``: a display bundle as text. HTML (a DataFrame table) loses its tags and keeps
   its rows, a Plotly figure becomes its trace types, names and sizes, a widget view its
   ``text/plain``; a default ``<Foo object>`` repr gives way to a richer format.
+* ``Shown``: what the *user* sees of a result in its tool card, whatever the model sees: the
+  PNG/JPEG images and the HTML of rich values (a DataFrame's table), bounded, carried in the
+  result's ``details["display"]`` (the view validates and sanitises them, ``render/rich.py``).
 * ``open_figures`` / ``take_figures``: matplotlib figures a piece of code left open, rendered
   to PNG the way the inline backend shows them after a cell, then closed (so they do not show
   up again in the output of the cell that ran the code).
@@ -103,6 +106,65 @@ class ImageBudget:
                 labels.append(self.add(raw, mime, noun))
                 break  # one image per bundle: a PNG and a JPEG of it would be the same picture
         return labels
+
+
+# --- what the tool card shows ---------------------------------------------------------------
+
+SHOWN_IMAGES = 4
+SHOWN_IMAGE_BYTES = 1_000_000
+SHOWN_HTML = 4
+SHOWN_HTML_CHARS = 100_000
+"""Bounds of ``Shown``: the details are kept in the session file and in the saved notebook, so a
+result shows at most a few images of at most 1 MB and a few HTML tables of at most 100,000
+characters (pandas shows at most 60 rows by default, some 20,000 characters)."""
+
+
+@dataclass
+class Shown:
+    """The images and rich HTML of one tool result, for its tool card (``details["display"]``):
+    ``{"type": "image", "mime", "data" (base64), "label"}``, ``{"type": "html", "html", "text"}``
+    or ``{"type": "omitted", "label"}`` for one over the bounds."""
+
+    items: list[dict[str, Any]] = field(default_factory=list)
+    images: int = 0
+    html: int = 0
+
+    def add_image(self, data: bytes, mime: str, noun: str = "image") -> None:
+        size = image_size(data, mime)
+        kind = mime.split("/")[1].upper()
+        label = f"{noun} {self.images + 1}: " + (f"{size[0]}x{size[1]} {kind}" if size else kind)
+        if self.images >= SHOWN_IMAGES or len(data) > SHOWN_IMAGE_BYTES:
+            bound = f"at most {SHOWN_IMAGES} images" if self.images >= SHOWN_IMAGES else "over 1 MB"
+            label = f"[{noun}: {len(data):,} bytes, not shown: {bound}]"
+            self.items.append({"type": "omitted", "label": label})
+            return
+        self.images += 1
+        self.items.append(
+            {"type": "image", "mime": mime, "data": base64.b64encode(data).decode("ascii"), "label": label}
+        )
+
+    def add_bundle(self, data: dict[str, Any], noun: str = "image") -> None:
+        """The bundle's image if it has one, else its HTML (with its ``text/plain`` as fallback)."""
+        for mime in _IMAGE_MIMES:
+            raw = decode_image(data.get(mime)) if mime in data else None
+            if raw:
+                self.add_image(raw, mime, noun)
+                return
+        if "text/html" not in data or self.html >= SHOWN_HTML:
+            return
+        markup = _joined(data["text/html"])
+        if len(markup) <= SHOWN_HTML_CHARS:
+            self.html += 1
+            self.items.append({"type": "html", "html": markup, "text": _joined(data.get("text/plain", ""))})
+
+    def details(self, redact: Any) -> list[dict[str, Any]]:
+        """The items with ``redact`` applied to their text (a secret in a table stays hidden)."""
+        return [
+            {**item, "html": redact(item["html"]), "text": redact(item["text"])}
+            if item["type"] == "html"
+            else item
+            for item in self.items
+        ]
 
 
 # --- matplotlib figures --------------------------------------------------------------------------

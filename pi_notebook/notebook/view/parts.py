@@ -23,7 +23,8 @@ from ipywidgets.widgets.widget_string import HTMLStyle
 from .reduce import TextBlock, ThinkingBlock, ToolCard, UserItem
 from .render import (
     SplitScanner,
-    format_args,
+    args_html,
+    display_html,
     format_details,
     frontend_markdown,
     pre_html,
@@ -304,8 +305,9 @@ class UserPart:
 
 
 class ToolCardPart:
-    """One card per tool call: name and status, arguments as they stream, progress then the
-    result content, and the details in a collapsed section; Approve / Deny while it waits."""
+    """One card per tool call: name and status, arguments as they stream (Python source as
+    code), progress then the result content, the images and tables the tool returned for the
+    user (``display``), and the details in a collapsed section; Approve / Deny while it waits."""
 
     def __init__(self, on_answer: Callable[[str, bool], None], models: SharedModels | None = None) -> None:
         self._models = models = models or SharedModels()
@@ -313,6 +315,8 @@ class ToolCardPart:
         self.args = models.html()
         self.body = models.html()
         self.widget = models.vbox([self.head, self.args, self.body], "pi-tool", layout=models.card_layout)
+        self.display: W.HTML | None = None
+        self._display_of: object = None  # the details ``display`` was drawn from
         self.details: W.Accordion | None = None
         self._details_html: W.HTML | None = None
         self.approve: W.Button | None = None
@@ -334,6 +338,7 @@ class ToolCardPart:
         set_value(self.head, tool_head_html(card))
         self._draw_args(card)
         set_value(self.body, self._body_html(card))
+        self._draw_display(card)
         details = format_details(card.details) if card.details is not None else ""
         if details or self.details is not None:
             self._draw_details(details)
@@ -342,14 +347,13 @@ class ToolCardPart:
     def _draw_args(self, card: ToolCard) -> None:
         """Streaming arguments (a long ``run_code`` source, say) are re-sent whole by every
         update, so they get the Markdown tail's byte budget; complete ones are sent at once."""
-        args = format_args(card)
-        value = pre_html(args, "pi-args") if args else ""
+        value, chars = args_html(card)
         self._args_held = None
         if value == self.args.value:
             return
         cost = MSG_OVERHEAD + len(value)
-        if card.status == "streaming" and not self.args_budget.allows(cost, len(args)):
-            self._args_held = (value, len(args))
+        if card.status == "streaming" and not self.args_budget.allows(cost, chars):
+            self._args_held = (value, chars)
             return
         self._send_args(value, cost)
 
@@ -365,6 +369,20 @@ class ToolCardPart:
         if card.progress:
             return progress_html(card.progress)
         return ""
+
+    def _draw_display(self, card: ToolCard) -> None:
+        """Figures and tables, in their own widget after the result: built and sent once per
+        result (an image is up to 1 MB of base64), not on every redraw of the card."""
+        if card.details is self._display_of:
+            return
+        self._display_of = card.details
+        value = display_html(card)
+        if value and self.display is None:
+            self.display = self._models.html()
+            head = self.widget.children[:3]  # head, args, body; details and approval stay after
+            self.widget.children = (*head, self.display, *self.widget.children[3:])
+        if self.display is not None:
+            set_value(self.display, value)
 
     def _draw_details(self, body: str) -> None:
         if self.details is None or self._details_html is None:

@@ -6,6 +6,8 @@
   without widget JavaScript (server-side Markdown, inline styles, everything escaped).
 * ``markdown``: Markdown prepared for the frontend's own renderer (``frontend_markdown``) and
   where a growing answer may be cut (``safe_split``).
+* ``rich``: what a tool card shows beyond text: images and sanitised tables from a result's
+  ``details["display"]``, highlighted Python source in the arguments.
 * ``limits``: how much Markdown either renderer takes on (``too_much_markup``, ``cap_nesting``).
 
 ``static_bundle`` is the frozen output of a run: both renderings under their MIME types.
@@ -29,7 +31,9 @@ from .markdown import (
 from .static_html import (
     MATH,
     NO_MATH,
+    args_html,
     details_html,
+    display_html,
     footer_html,
     line_html,
     pre_html,
@@ -45,6 +49,7 @@ from .static_html import (
 from .text import (
     MAX_SHOWN,
     activity,
+    code_arg,
     end_text,
     footer_text,
     format_args,
@@ -66,7 +71,10 @@ __all__ = [
     "SAFE_SCHEMES",
     "SplitScanner",
     "activity",
+    "args_html",
+    "code_arg",
     "details_html",
+    "display_html",
     "end_text",
     "footer_html",
     "footer_text",

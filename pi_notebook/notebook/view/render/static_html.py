@@ -6,7 +6,7 @@ with markdown-it-py with raw HTML off, links restricted to safe schemes and imag
 links, so that opening a notebook never fetches a URL the model chose; every model and tool
 string is escaped. Markdown with ``limits.too_much_markup`` is shown as escaped plain text, and
 long words wrap inside the view, so no answer makes the page wider than its column. The live
-widgets reuse the pieces (``pre_html``, ``tool_head_html``, ...).
+widgets reuse the pieces (``pre_html``, ``tool_head_html``, ``args_html``, ``display_html``...).
 Pure: no widget or IPython imports.
 """
 
@@ -27,8 +27,10 @@ from markdown_it.utils import EnvType, OptionsDict
 from ..reduce import Footer, TextBlock, ThinkingBlock, ToolCard, UserItem, ViewState
 from .limits import PLAIN_NOTE, cap_nesting, too_much_markup
 from .markdown import unsafe_url
+from .rich import RICH_STYLE, display_items, highlight_python, image_tag, table_html
 from .text import (
     clip,
+    code_arg,
     end_text,
     footer_text,
     format_args,
@@ -261,15 +263,50 @@ def details_html(card: ToolCard) -> str:
     return f'<details class="pi-details">{summary}{pre_html(body, "pi-details-body")}</details>'
 
 
+def args_html(card: ToolCard) -> tuple[str, int]:
+    """The arguments as HTML, and how many characters of them it shows: Python source
+    (``code_arg``) in a ``<pre><code>`` with real newlines, highlighted once complete (while it
+    streams it is re-sent often, so plain); anything else as JSON, pretty when long."""
+    code = code_arg(card)
+    if code is None:
+        args = format_args(card)
+        return (pre_html(args, "pi-args") if args else ""), len(args)
+    code = clip(code)
+    body = highlight_python(code) if card.args is not None else None
+    inner = body if body is not None else breakable(code)
+    pre = f'<pre class="pi-pre pi-args pi-code" style="{STYLE["pi-pre"]}">'
+    return f"{pre}<code>{inner}</code></pre>", len(code)
+
+
+def display_html(card: ToolCard) -> str:
+    """The images and rich values the tool returned for the user (``details["display"]``):
+    figures as images, a table rebuilt from its HTML (``rich.table_html``) or, failing that, its
+    ``text/plain``; empty when there are none."""
+    parts: list[str] = []
+    for item in display_items(card.details):
+        kind = item["type"]
+        if kind == "image":
+            parts.append(image_tag(item) or "")
+        elif kind == "html":
+            markup = item.get("html")
+            table = table_html(markup, breakable) if isinstance(markup, str) else None
+            text = str(item.get("text") or "")
+            if table is not None:
+                parts.append(f'<div class="pi-rich" style="{RICH_STYLE}">{table}</div>')
+            elif text:
+                parts.append(pre_html(clip(text), "pi-rich-text"))
+        elif kind == "omitted":
+            parts.append(progress_html(str(item.get("label", ""))))
+    return f'<div class="pi-display">{"".join(parts)}</div>' if any(parts) else ""
+
+
 def _tool_html(card: ToolCard) -> str:
-    parts = [tool_head_html(card)]
-    args = format_args(card)
-    if args:
-        parts.append(pre_html(args, "pi-args"))
+    parts = [tool_head_html(card), args_html(card)[0]]
     if card.progress:
         parts.append(progress_html(card.progress))
     if card.content:
         parts.append(result_html(card))
+    parts.append(display_html(card))
     parts.append(details_html(card))
     return _div("pi-tool", "".join(parts), extra=f" pi-tool--{card.status}")
 

@@ -17,6 +17,7 @@ __all__ = [
     "MAX_SHOWN",
     "activity",
     "clip",
+    "code_arg",
     "end_text",
     "footer_text",
     "format_args",
@@ -71,9 +72,48 @@ def format_args(card: ToolCard, *, indent: int | None = 2) -> str:
     return clip(compact if indent is None or len(compact) <= 80 else _dumps(card.args, indent))
 
 
+CODE_ARGS = {"run_code": "code", "insert_cell": "code"}
+"""Tools whose one argument is Python source, which a card shows as code rather than JSON."""
+_PARTIAL_CODE = re.compile(r'\A\s*\{\s*"code"\s*:\s*"')
+
+
+def code_arg(card: ToolCard) -> str | None:
+    """The Python source a card shows as code: ``run_code``'s and ``insert_cell``'s ``code``
+    (also while it streams), ``set_variable``'s ``name = expression``; None for anything else."""
+    args = card.args
+    if card.name == "set_variable" and isinstance(args, dict) and set(args) <= {"name", "expression"}:
+        expression = args.get("expression")
+        return f"{args.get('name', '?')} = {expression}" if isinstance(expression, str) else None
+    key = CODE_ARGS.get(card.name)
+    if key is None:
+        return None
+    if isinstance(args, dict):
+        code = args.get(key)
+        return code if set(args) == {key} and isinstance(code, str) else None
+    return _partial_code(card.args_text) if args is None else None
+
+
+def _partial_code(streamed: str) -> str | None:
+    """The code so far of a streaming ``{"code": "...`` (the JSON string is not closed yet)."""
+    match = _PARTIAL_CODE.match(streamed)
+    if match is None:
+        return None
+    rest = streamed[match.end() :]
+    for cut in range(6):  # an escape such as \u00e9 may be cut anywhere in its 6 characters
+        try:
+            text = json.loads('"' + rest[: len(rest) - cut] + '"')
+        except ValueError:
+            continue
+        return text if isinstance(text, str) else None
+    return None
+
+
 def format_details(details: Any, *, indent: int | None = 2) -> str:
     """The details as text; nothing for ``None`` or an empty container (Pi's error results
-    carry ``details: {}``)."""
+    carry ``details: {}``). The images and HTML under ``display`` are drawn by the HTML views,
+    not written out (``render/rich.py``)."""
+    if isinstance(details, dict) and "display" in details:
+        details = {key: value for key, value in details.items() if key != "display"}
     if details is None or (isinstance(details, dict | list | tuple | str) and not details):
         return ""
     if isinstance(details, str):
