@@ -13,27 +13,14 @@ from typing import TYPE_CHECKING, Any
 __version__ = "0.1.0"
 __all__ = ["AgentSession", "__version__", "current", "load_ipython_extension", "unload_ipython_extension"]
 
+from ._lazy import exports
+
 if TYPE_CHECKING:
     from .agent import Agent
     from .runtime import AgentSession
 
 
-def __getattr__(name: str) -> Any:
-    if name == "AgentSession":
-        from .runtime.agent_session import AgentSession as found
-
-        globals()[name] = found
-        return found
-    if name.startswith("__"):
-        raise AttributeError(name)
-    import importlib
-
-    try:
-        return importlib.import_module(f"{__name__}.{name}")
-    except ModuleNotFoundError as exc:
-        if exc.name != f"{__name__}.{name}":
-            raise
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__, __dir__ = exports(__name__, {"AgentSession": "runtime.agent_session"}, __all__)
 
 
 def load_ipython_extension(ipython: Any) -> None:

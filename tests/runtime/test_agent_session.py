@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -20,15 +19,6 @@ from pi_notebook.runtime.agent_session import PROMPT_BUSY
 from pi_notebook.session import CompactionSettings, SessionManager
 
 FAST = AgentSessionSettings(retry=RetrySettings(base_delay_ms=1))
-
-
-@pytest.fixture
-def faux() -> Iterator[FauxRegistration]:
-    registration = register_faux_provider(token_size={"min": 1, "max": 1})
-    try:
-        yield registration
-    finally:
-        registration.unregister()
 
 
 def make(
