@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal, TypeAlias
 
-from ..agent.types import AgentEvent, AgentMessage, _AgentEvent
+from ..agent.types import AgentEvent, AgentMessage, _AgentEvent, _plain
 from ..ai.retry import RetryCallbacks, RetryPolicy
 from ..session import CompactionResult, SessionEntry
 
@@ -60,18 +60,6 @@ class _SessionEvent:
             if f.name != "type" and value is not None:
                 out[_CAMEL.get(f.name, f.name)] = _plain(value)
         return out
-
-
-def _plain(value: Any) -> Any:
-    if hasattr(value, "to_dict"):
-        return value.to_dict()
-    if hasattr(value, "model_dump"):
-        return value.model_dump()
-    if isinstance(value, list | tuple):
-        return [_plain(v) for v in value]
-    if isinstance(value, dict):
-        return {k: _plain(v) for k, v in value.items()}
-    return value
 
 
 @dataclass(slots=True)
