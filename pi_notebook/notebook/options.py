@@ -17,7 +17,6 @@ from IPython.core.error import UsageError
 from ..ai.models import resolve_model as catalogue_resolve_model
 from ..ai.types import Model
 from .config import DEFAULT_NAME, PARSER, REPLAY_ENV, PiConfig, Policy, env_flag
-from .defaults import effective
 from .faux_stand_in import FAUX_PROVIDER, stand_in_model
 from .tools.notebook_tools import mcp_tool_patterns, parse_tools_spec
 
@@ -83,9 +82,6 @@ class RunOptions:
         )
         self.resume: bool = ns.resume
         self.replay: bool = bool(ns.replay or config.replay or env_flag(REPLAY_ENV))
-        chosen = effective(config)  # the retries of c.PiMagics, else of Pi's settings.json
-        self.retries: int = chosen.retries
-        self.retry_base_delay: float = chosen.retry_base_delay
         self.loop_guard: int = config.loop_guard
 
 

@@ -23,7 +23,7 @@ from ...agent import Agent
 from ...agent.agent import has_model
 from ...agent.types import ThinkingLevel
 from ...ai.types import TextContent, UserMessage
-from ...runtime import AgentSessionSettings, RetrySettings
+from ...runtime import AgentSessionSettings
 from ..config import MODEL_ENV, timeout_ms
 from ..defaults import effective
 from ..options import RunOptions
@@ -169,10 +169,6 @@ def _recording(state: NotebookState, options: RunOptions, agent: Agent, prompt: 
 
 
 def _session_settings(state: NotebookState, options: RunOptions) -> AgentSessionSettings:
-    """The conversation's session settings with this cell's retries and timeout."""
-    retry = RetrySettings(
-        enabled=options.retries > 0,
-        max_retries=options.retries,
-        base_delay_ms=round(options.retry_base_delay * 1000),
-    )
-    return replace(state.sessions.settings(), retry=retry, summary_timeout_ms=timeout_ms(options.timeout))
+    """The conversation's session settings (retries and compaction as configured) with this
+    cell's ``--timeout`` for its summary requests."""
+    return replace(state.sessions.settings(), summary_timeout_ms=timeout_ms(options.timeout))
