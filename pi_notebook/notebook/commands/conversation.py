@@ -31,6 +31,7 @@ from ..view.reduce import content_to_text
 from .mcp import mcp_command
 from .sessions import HELP as SESSIONS_HELP
 from .sessions import SESSION_SUBCOMMANDS, session_line, turn_offset
+from .show import show_cmd
 
 HELP = """\
 %%pi [options]            ask the agent; the cell body is the prompt
@@ -61,6 +62,7 @@ HELP = """\
   reset                   clear the conversation
   tools [SPEC]            show or set the default --tools
   steer TEXT              queue a steering message for the running (or next) run
+  show [N]                the frozen output of the Nth recorded run from the last (default 1)
   mcp add NAME -- CMD...  start an MCP server (stdio); its tools join every %%pi run
   mcp add NAME URL [--header NAME=ENVVAR ...]   an MCP server over Streamable HTTP
   mcp list | remove NAME  show the MCP servers (state, tools, reason) / stop one
@@ -328,5 +330,6 @@ SUBCOMMANDS = {
     "steer": _steer_cmd,
     "mcp": _mcp_cmd,
     "help": _help_cmd,
+    "show": show_cmd,
     **SESSION_SUBCOMMANDS,
 }

@@ -41,15 +41,17 @@ from ...agent.types import TurnContext
 from ...ai.abort import ABORT_MESSAGE, AbortSignal
 from ...ai.failures import RequestFailure, failure_of
 from ...runtime import AgentSession
+from ..config import DEFAULT_NAME
 from ..kernel.compat import cell_running, get_kernel, install_comm_ack
 from ..kernel.interrupts import MainThreadBridge, watch_sigint
+from ..kernel.pages import pages_connected, watch_pages
 from ..options import parse_options
 from ..result import PiResult, run_result
 from ..sessions.replay import continue_after, play
 from ..state import NotebookState, state_for
 from ..tools.notebook_tools import Dispatch, is_notebook_tool, run_here, select_mcp_tools
-from ..view.reduce import explain
-from ..view.render import render_text
+from ..view.reduce import add_notice, explain
+from ..view.render import render_html, render_text
 from ..view.run_view import RunView, StaticView
 from .approval import ApprovalGate, activate, deactivate
 from .errors import RunFailed, RunInterrupted, explain_error
@@ -60,6 +62,12 @@ from .requests import probe_local_server, run_options
 __all__ = ["PiRun", "prepare_run", "run_pi", "run_pi_sync"]
 
 _display: Callable[..., Any] = _untyped_display
+
+RELOADED_NOTICE = (
+    "A page connected to the kernel during this run, so this output is still a widget, which "
+    "a reopened notebook cannot show after a kernel restart: run {command} in a new cell to "
+    "keep it as static output there (it removes this one)."
+)
 
 RUN_EVENTS = frozenset({"agent_start", "message_end", "compaction_end", "auto_retry_end"})
 """The session events the run's bookkeeping needs (the view hears them all)."""
@@ -93,6 +101,10 @@ class PiRun:
         self.replayed_from: int | None = None
         """Where a replayed run's messages begin in the transcript."""
         self._cell_done: Callable[[], None] = lambda: None
+        self._pages_at: int | None = None
+        """Pages connected when the live view was shown (``kernel.pages``); ``None``: not counted."""
+        self.entry_id: str | None = None
+        """The run's entry in the session file (``None``: a replay, or not recorded yet)."""
         self.mcp_tools: list[Any] | None = None
         """The MCP tools ``--tools`` chose (``select_mcp``); ``None``: every one, at the start."""
 
@@ -128,12 +140,14 @@ class PiRun:
             if kernel is not None:
                 install_comm_ack(kernel)
                 self._cell_done = cell_running(kernel)
+            if watch_pages():
+                self._pages_at = pages_connected()
             self.display_handle = _display(self.widget, display_id=True)
 
     def started(self) -> None:
         """Write the run entry and tell the shell's state (and its observers) that the run begins."""
         if self.plan.replay is None:
-            self.state.sessions.begin_run(self.plan.name, self.agent, self.plan.prompt)
+            self.entry_id = self.state.sessions.begin_run(self.plan.name, self.agent, self.plan.prompt)
         self.state.run_started(self.plan.name, self.agent, self.plan.message)
 
     # --- running ------------------------------------------------------------------------------
@@ -286,10 +300,27 @@ class PiRun:
             self.display_handle.update(bundle, raw=True)
         else:
             _display(bundle, raw=True)
+        self._freeze_for_new_pages()
         result = self.result()
         self.shell.user_ns["_pi"] = result
         self.state.run_ended(self.plan.name, self.agent, result)
         return result
+
+    def _freeze_for_new_pages(self) -> None:
+        """A page that connected during the run (a reload) may show the live widget from the
+        saved notebook, and the output's update never reaches it: make the widget look frozen
+        too, say how to get an output that survives a kernel restart, and keep the widget for
+        ``%pi show`` to close."""
+        from ..view.live import LiveView
+
+        view = self.view
+        if self._pages_at is None or pages_connected() == self._pages_at or not isinstance(view, LiveView):
+            return
+        named = "" if self.plan.name == DEFAULT_NAME else f" --name {self.plan.name}"
+        add_notice(view.state, RELOADED_NOTICE.format(command=f"%pi{named} show"), "reloaded")
+        view.show_frozen(render_html(view.state))
+        if self.entry_id is not None:
+            self.state.stranded[self.entry_id] = view
 
     def result(self) -> PiResult:
         model = self.agent.state.model

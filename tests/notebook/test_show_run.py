@@ -1,0 +1,109 @@
+"""``%pi show [N]`` on a real ``InteractiveShell`` with the faux provider: the frozen output of
+a recorded run re-rendered from the session file (the last one, the Nth from the last, after a
+kernel restart from the latest recorded session), one-line errors, and the live widget a
+reloaded page kept closed when its run is shown."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from IPython.core.error import UsageError
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+from kernel_ipshell import ip_fixture, outputs, run  # noqa: F401
+from session_helpers import MODEL, cell, restart, sdir_fixture  # noqa: F401
+
+from pi_notebook.ai.faux import FauxRegistration, faux_assistant_message, faux_text, faux_tool_call
+from pi_notebook.notebook.state import state_for
+
+
+def show(ip: Any, text: str = "") -> dict[str, Any]:
+    result, captured = run(ip, f"%pi {text}")
+    if result.error_in_exec is not None:
+        raise result.error_in_exec
+    [bundle] = outputs(captured)
+    return bundle
+
+
+def test_show_renders_the_last_run_and_the_nth_from_the_last(
+    ip: Any, faux: FauxRegistration, sdir: Path
+) -> None:
+    faux.set_responses(
+        [
+            faux_assistant_message(
+                [
+                    faux_text("Setting it."),
+                    faux_tool_call("set_variable", {"name": "shown_x", "value": 7}, id="s1"),
+                ],
+                stop_reason="toolUse",
+            ),
+            "First answer is **bold**.",
+            "Second answer.",
+        ]
+    )
+    cell(ip, f"{MODEL} --approve auto", "first question")
+    cell(ip, MODEL, "second question")
+    last = show(ip, "show")
+    assert "second question" in last["text/html"]
+    assert "Second answer." in last["text/html"]
+    assert "first question" not in last["text/plain"]
+    assert 'class="pi-view pi-static' in last["text/html"]
+    first = show(ip, "show 2")
+    html = first["text/html"]
+    assert "first question" in html
+    assert "<strong>bold</strong>" in html
+    assert "set_variable" in html  # the tool card, from the file
+    assert "Setting it." in html
+    assert "Second answer." not in html
+
+
+def test_show_after_a_restart_reads_the_latest_recorded_session(
+    ip: Any, faux: FauxRegistration, sdir: Path
+) -> None:
+    faux.set_responses(["Recorded before the restart."])
+    cell(ip, MODEL, "question before the restart")
+    restart(ip)
+    bundle = show(ip, "show")
+    assert "Recorded before the restart." in bundle["text/html"]
+    assert "question before the restart" in bundle["text/plain"]
+
+
+def test_show_errors_are_one_line_and_say_what_to_do(ip: Any, faux: FauxRegistration, sdir: Path) -> None:
+    with pytest.raises(UsageError, match=r"no recorded %%pi run.*run a %%pi cell first"):
+        show(ip, "--name nothing_here show")
+    faux.set_responses(["only answer"])
+    cell(ip, MODEL, "only question")
+    with pytest.raises(UsageError, match=r"has 1 recorded run in .*; try %pi show 1"):
+        show(ip, "show 3")
+    with pytest.raises(UsageError, match="counted from the last"):
+        show(ip, "show last")
+
+
+class _Stranded:
+    closed = False
+
+    def close_widgets(self) -> None:
+        self.closed = True
+
+
+def test_show_closes_the_live_view_a_reloaded_page_kept(ip: Any, faux: FauxRegistration, sdir: Path) -> None:
+    faux.set_responses(["answer one", "answer two"])
+    cell(ip, MODEL, "one")
+    cell(ip, MODEL, "two")
+    state = state_for(ip)
+    tracked = state.sessions.tracked["default"]
+    from pi_notebook.notebook.sessions.replay import recorded_runs
+
+    first, second = (r.entry_id for r in recorded_runs(tracked.manager))
+    kept = state.stranded[first] = _Stranded()
+    other = state.stranded[second] = _Stranded()
+    show(ip, "show 2")
+    assert kept.closed
+    assert first not in state.stranded
+    assert not other.closed
+    assert second in state.stranded
+    state.stranded.clear()
