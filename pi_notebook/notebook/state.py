@@ -61,9 +61,6 @@ class NotebookState:
         """Why the last conversation created from the defaults has no model although Pi's
         ``settings.json`` names one (``""``: it does not, or it resolved)."""
         self._settings_told: set[str] = set()
-        self.stranded: dict[str, Any] = {}
-        """Live views left open after their run because a page connected during it (keyed by
-        the run's entry id in the session file): ``%pi show`` of that run closes it."""
 
     @property
     def tools(self) -> NotebookTools:

@@ -81,29 +81,3 @@ def test_show_errors_are_one_line_and_say_what_to_do(ip: Any, faux: FauxRegistra
         show(ip, "show 3")
     with pytest.raises(UsageError, match="counted from the last"):
         show(ip, "show last")
-
-
-class _Stranded:
-    closed = False
-
-    def close_widgets(self) -> None:
-        self.closed = True
-
-
-def test_show_closes_the_live_view_a_reloaded_page_kept(ip: Any, faux: FauxRegistration, sdir: Path) -> None:
-    faux.set_responses(["answer one", "answer two"])
-    cell(ip, MODEL, "one")
-    cell(ip, MODEL, "two")
-    state = state_for(ip)
-    tracked = state.sessions.tracked["default"]
-    from pi_notebook.notebook.sessions.replay import recorded_runs
-
-    first, second = (r.entry_id for r in recorded_runs(tracked.manager))
-    kept = state.stranded[first] = _Stranded()
-    other = state.stranded[second] = _Stranded()
-    show(ip, "show 2")
-    assert kept.closed
-    assert first not in state.stranded
-    assert not other.closed
-    assert second in state.stranded
-    state.stranded.clear()

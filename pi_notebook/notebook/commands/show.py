@@ -4,9 +4,8 @@ records into now, or, when that has no run yet (after a kernel restart), in the 
 session of this notebook's conversation.
 
 The run's messages go through the same view reducer as a live run (the session layer's replay),
-so the output is the static HTML a finished cell shows. When the run left its live widget open
-because a page connected during it (``run.runner``), that widget is closed: the cell that still
-shows it hides the output and is saved without a widget, and this output takes its place.
+so the output is the static HTML a finished cell shows: the copy to keep of a run whose cell a
+reloaded page showed as a widget (``run.runner``), or whose cell lost its output in a reload.
 """
 
 from __future__ import annotations
@@ -82,6 +81,3 @@ def show_cmd(state: NotebookState, name: str | None, rest: str) -> None:
     if seconds is not None:
         set_elapsed(view.state, seconds)
     _display(view.static_bundle(), raw=True)
-    stranded = state.stranded.pop(recording.entry_id, None)
-    if stranded is not None:
-        stranded.close_widgets()

@@ -6,7 +6,8 @@ A ``%%pi`` run reads the count when its view is shown and when it ends. A page t
 in between may show the live widget from the saved notebook (the view comes back and keeps
 working), but it never gets the output's ``update_display_data``: the frontend delivers it only
 to the page whose request made the output. The run then also makes the widget itself look
-frozen (``LiveView.show_frozen``).
+frozen (``LiveView.show_frozen``). A run that ended before any other page connected asks to be
+told of the next one (``on_next_page``): that page may load a notebook saved during the run.
 
 The count is kept by wrapping the comm target ipywidgets registers; nothing here imports
 ipywidgets at module import time.
@@ -14,7 +15,11 @@ ipywidgets at module import time.
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Callable
 from typing import Any
+
+log = logging.getLogger(__name__)
 
 CONTROL_TARGET = "jupyter.widget.control"
 _MARKER = "__pi_notebook_page_counter__"
@@ -22,6 +27,7 @@ _MARKER = "__pi_notebook_page_counter__"
 
 class _Count:
     opened = 0
+    waiting: list[Callable[[], None]] = []  # noqa: RUF012  (one list for the process)
 
 
 def _comm_manager() -> Any | None:
@@ -50,12 +56,24 @@ def watch_pages() -> bool:
 
     def opened(comm: Any, msg: Any) -> Any:
         _Count.opened += 1
+        waiting, _Count.waiting = _Count.waiting, []
+        for callback in waiting:
+            try:
+                callback()
+            except Exception:
+                log.exception("pi_notebook: a page-connect callback failed")
         return original(comm, msg)
 
     setattr(opened, _MARKER, True)
     opened.__wrapped__ = original  # type: ignore[attr-defined]
     targets[CONTROL_TARGET] = opened
     return True
+
+
+def on_next_page(callback: Callable[[], None]) -> None:
+    """Call ``callback`` once, when the next page connects (on the thread that handles the
+    comm: the callback must hand widget work to the loop that owns the widgets)."""
+    _Count.waiting.append(callback)
 
 
 def pages_connected() -> int:

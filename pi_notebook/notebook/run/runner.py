@@ -44,7 +44,7 @@ from ...runtime import AgentSession
 from ..config import DEFAULT_NAME
 from ..kernel.compat import cell_running, get_kernel, install_comm_ack
 from ..kernel.interrupts import MainThreadBridge, watch_sigint
-from ..kernel.pages import pages_connected, watch_pages
+from ..kernel.pages import on_next_page, pages_connected, watch_pages
 from ..options import parse_options
 from ..result import PiResult, run_result
 from ..sessions.replay import continue_after, play
@@ -64,9 +64,9 @@ __all__ = ["PiRun", "prepare_run", "run_pi", "run_pi_sync"]
 _display: Callable[..., Any] = _untyped_display
 
 RELOADED_NOTICE = (
-    "A page connected to the kernel during this run, so this output is still a widget, which "
-    "a reopened notebook cannot show after a kernel restart: run {command} in a new cell to "
-    "keep it as static output there (it removes this one)."
+    "This notebook was saved during the run and opened again, so this output is a widget, which "
+    'shows "model not found" after a kernel restart. To keep it: run {command} in a new cell '
+    "(a static copy), then clear this output (Clear Cell Output in the cell's context menu)."
 )
 
 RUN_EVENTS = frozenset({"agent_start", "message_end", "compaction_end", "auto_retry_end"})
@@ -103,8 +103,6 @@ class PiRun:
         self._cell_done: Callable[[], None] = lambda: None
         self._pages_at: int | None = None
         """Pages connected when the live view was shown (``kernel.pages``); ``None``: not counted."""
-        self.entry_id: str | None = None
-        """The run's entry in the session file (``None``: a replay, or not recorded yet)."""
         self.mcp_tools: list[Any] | None = None
         """The MCP tools ``--tools`` chose (``select_mcp``); ``None``: every one, at the start."""
 
@@ -147,7 +145,7 @@ class PiRun:
     def started(self) -> None:
         """Write the run entry and tell the shell's state (and its observers) that the run begins."""
         if self.plan.replay is None:
-            self.entry_id = self.state.sessions.begin_run(self.plan.name, self.agent, self.plan.prompt)
+            self.state.sessions.begin_run(self.plan.name, self.agent, self.plan.prompt)
         self.state.run_started(self.plan.name, self.agent, self.plan.message)
 
     # --- running ------------------------------------------------------------------------------
@@ -307,20 +305,31 @@ class PiRun:
         return result
 
     def _freeze_for_new_pages(self) -> None:
-        """A page that connected during the run (a reload) may show the live widget from the
-        saved notebook, and the output's update never reaches it: make the widget look frozen
-        too, say how to get an output that survives a kernel restart, and keep the widget for
-        ``%pi show`` to close."""
+        """A page that connected during the run (a reload), or connects later, may show the
+        live widget from a notebook saved during the run, and the output's update never
+        reaches it: make the widget look frozen too (now, or when the next page connects), and
+        say how to keep an output that survives a kernel restart."""
         from ..view.live import LiveView
 
-        view = self.view
-        if self._pages_at is None or pages_connected() == self._pages_at or not isinstance(view, LiveView):
+        view, loop = self.view, self.loop
+        if self._pages_at is None or not isinstance(view, LiveView):
             return
         named = "" if self.plan.name == DEFAULT_NAME else f" --name {self.plan.name}"
-        add_notice(view.state, RELOADED_NOTICE.format(command=f"%pi{named} show"), "reloaded")
-        view.show_frozen(render_html(view.state))
-        if self.entry_id is not None:
-            self.state.stranded[self.entry_id] = view
+        notice = RELOADED_NOTICE.format(command=f"%pi{named} show")
+
+        def freeze() -> None:
+            add_notice(view.state, notice, "reloaded")
+            view.show_frozen(render_html(view.state))
+
+        if pages_connected() != self._pages_at:
+            freeze()
+        elif loop is not None:
+
+            def later() -> None:
+                if not loop.is_closed():
+                    loop.call_soon_threadsafe(freeze)
+
+            on_next_page(later)
 
     def result(self) -> PiResult:
         model = self.agent.state.model

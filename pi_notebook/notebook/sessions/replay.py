@@ -46,8 +46,6 @@ class Recording:
     """The run entry's followers up to the next run entry."""
     model: str
     prompt: str = ""
-    entry_id: str = ""
-    """The run entry's own id (``%pi show`` closes the live view it left open)."""
     started: str = ""
     """The run entry's timestamp (ISO 8601): when the cell started."""
 
@@ -110,7 +108,7 @@ def recorded_runs(manager: SessionManager) -> list[Recording]:
         data = _run_data(path[i]) or {}
         end = starts[k + 1] if k + 1 < len(starts) else len(path)
         model, prompt = str(data.get("model", "")), str(data.get("prompt", ""))
-        found = Recording(manager, path[i + 1 : end], model, prompt, path[i].id, path[i].timestamp)
+        found = Recording(manager, path[i + 1 : end], model, prompt, path[i].timestamp)
         runs.append(found)
     return runs
 

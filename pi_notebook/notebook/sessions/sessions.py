@@ -233,20 +233,17 @@ class NotebookSessions(StateObserver):
     def conversation_reset(self, name: str, agent: Agent) -> None:
         self.track(name, agent)  # a cleared conversation is a new session, as Pi's /new
 
-    def begin_run(self, name: str, agent: Agent, prompt: str) -> str:
+    def begin_run(self, name: str, agent: Agent, prompt: str) -> None:
         """A ``%%pi`` cell starts (not a replayed one): its ``pi-notebook-run`` entry with the
-        prompt as typed and the model, which replay and ``%pi show`` find runs by; and the
-        restart note, once, when the conversation was resumed from another kernel. Returns the
-        run entry's id."""
+        prompt as typed and the model, which replay matches cells on; and the restart note,
+        once, when the conversation was resumed from another kernel."""
         tracked = self.begin(name, agent)
-        data = {"prompt": prompt, "model": _spec(agent.state.model)}
-        entry_id = tracked.manager.append_custom_entry(RUN_ENTRY, data)
+        tracked.manager.append_custom_entry(RUN_ENTRY, {"prompt": prompt, "model": _spec(agent.state.model)})
         if tracked.restart_note:
             tracked.restart_note = False
             note = CustomMessage(custom_type=RESTART_MESSAGE, content=RESTART_NOTE, display=False)
             tracked.manager.append_custom_message_entry(RESTART_MESSAGE, RESTART_NOTE, display=False)
             agent.state.messages = [*agent.state.messages, note]
-        return entry_id
 
     def message_appended(self, name: str, agent: Agent, message: Any) -> None:
         """Before the ``AgentSession`` records the first message (it is told of ``message_end``

@@ -446,12 +446,6 @@ class LiveView:
         for child in old:
             close_tree(child)
 
-    def close_widgets(self) -> None:
-        """Close every widget model of the view: a page that still shows it hides the output
-        (the widget manager then saves it with an empty model id, so a reopened notebook shows
-        nothing there instead of "model not found")."""
-        close_tree(self.widget)
-
     # --- introspection for the runtime and tests ---------------------------------------------
 
     @property
