@@ -88,3 +88,34 @@ def test_a_page_that_connects_after_the_run_sees_it_frozen(k: Kernel) -> None:
     cell = k.execute("%%pi\nagain")
     second = Watch(k).until_replies([cell])
     assert frozen_looks(second) == []
+
+
+def test_a_waiting_pi_show_gets_the_live_view_and_its_approval(k: Kernel) -> None:
+    """A reloaded page that has no output for the run runs ``%pi show``: the request waits for
+    the running cell, but the live view is published under it at once; Approve clicked there
+    works, the freeze reaches it, and the ``%pi show`` itself adds nothing when it runs."""
+    k.run(
+        "faux.set_responses([tool_use('set_variable', {'name': 'set_on_new_page', 'value': 5}, 'a1'),"
+        " 'Set from the new page.'])"
+    )
+    cell = k.execute("%%pi --model faux:faux-1\nset it")
+    shown: list[str] = []
+
+    def react(watch: Watch, msg: dict[str, Any]) -> None:
+        if not shown and watch.find("ButtonModel", description="Approve"):
+            shown.append(k.execute("%pi show"))  # queued behind the running cell
+        if shown and msg["msg_type"] == "display_data" and msg["parent_header"].get("msg_id") == shown[0]:
+            k.click(watch.button("Approve").comm_id)
+
+    watch = Watch(k).until_replies([cell], react)
+    watch.until_replies(shown)
+    assert watch.replies[cell][1]["status"] == "ok"
+    assert k.value("set_on_new_page") == "5"
+    # what the waiting request's cell got: the live widget, then the frozen output, nothing more
+    for_show = [(kind, c) for _, kind, c in watch.displays if kind == "display_data"]
+    [(_, first), (_, attached)] = for_show
+    assert "application/vnd.jupyter.widget-view+json" in attached["data"]
+    assert attached["transient"]["display_id"] == first["transient"]["display_id"]
+    assert "Set from the new page." in watch.final_bundle()["text/html"]
+    assert watch.replies[shown[0]][1]["status"] == "ok"
+    assert not [t for t, text in watch.stdout if t > watch.replies[cell][0]]

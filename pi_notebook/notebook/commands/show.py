@@ -18,6 +18,8 @@ from IPython.core.error import UsageError
 from IPython.display import display as _untyped_display
 
 from ..config import DEFAULT_NAME
+from ..kernel.compat import get_kernel
+from ..run.reattach import was_attached
 from ..sessions.replay import Recording, play, recorded_runs
 from ..state import NotebookState
 from ..view.reduce import set_elapsed
@@ -60,8 +62,20 @@ def _runs(state: NotebookState, name: str) -> tuple[list[Recording], str]:
     return recorded_runs(sessions.open_manager(latest.info.path)), latest.info.path
 
 
+def _request_id(shell: Any) -> str | None:
+    kernel = get_kernel(shell)
+    try:
+        parent = kernel.get_parent("shell") if kernel is not None else None
+    except Exception:
+        return None
+    header = parent.get("header") if isinstance(parent, dict) else None
+    return str(header.get("msg_id")) if isinstance(header, dict) else None
+
+
 def show_cmd(state: NotebookState, name: str | None, rest: str) -> None:
     count = _count(rest)
+    if count == 1 and was_attached(_request_id(state.shell)):
+        return  # the run showed itself in this cell while the cell waited (run/reattach.py)
     key = name or DEFAULT_NAME
     runs, where = _runs(state, key)
     if not runs:

@@ -45,6 +45,7 @@ from ..config import DEFAULT_NAME
 from ..kernel.compat import cell_running, get_kernel, install_comm_ack
 from ..kernel.interrupts import MainThreadBridge, watch_sigint
 from ..kernel.pages import on_next_page, pages_connected, watch_pages
+from ..kernel.queued import watch_queued
 from ..options import parse_options
 from ..result import PiResult, run_result
 from ..sessions.replay import continue_after, play
@@ -57,6 +58,7 @@ from .approval import ApprovalGate, activate, deactivate
 from .errors import RunFailed, RunInterrupted, explain_error
 from .loop_guard import LoopGuard
 from .plan import RunPlan, plan_run, prepare_conversation, strip_markers
+from .reattach import attach, shows_run
 from .requests import probe_local_server, run_options
 
 __all__ = ["PiRun", "prepare_run", "run_pi", "run_pi_sync"]
@@ -102,6 +104,7 @@ class PiRun:
         """Where a replayed run's messages begin in the transcript."""
         self._cell_done: Callable[[], None] = lambda: None
         self._pages_at: int | None = None
+        self._unwatch: Callable[[], None] = lambda: None
         """Pages connected when the live view was shown (``kernel.pages``); ``None``: not counted."""
         self.mcp_tools: list[Any] | None = None
         """The MCP tools ``--tools`` chose (``select_mcp``); ``None``: every one, at the start."""
@@ -141,6 +144,17 @@ class PiRun:
             if watch_pages():
                 self._pages_at = pages_connected()
             self.display_handle = _display(self.widget, display_id=True)
+            if kernel is not None:
+                stop = watch_queued(kernel, lambda msg: self._attach_to(kernel, msg))
+                self._unwatch = stop or self._unwatch
+
+    def _attach_to(self, kernel: Any, request: dict[str, Any]) -> None:
+        """A waiting ``%pi show`` of this conversation (a reloaded page's): show the live view
+        in its cell now (``reattach.py``)."""
+        code = str((request.get("content") or {}).get("code", ""))
+        if self.finished or self.display_handle is None or not shows_run(code, self.plan.name):
+            return
+        attach(kernel, request, self.widget._repr_mimebundle_(), self.display_handle.display_id)
 
     def started(self) -> None:
         """Write the run entry and tell the shell's state (and its observers) that the run begins."""
@@ -276,6 +290,7 @@ class PiRun:
     def finish(self) -> PiResult:
         """Freeze the output and set ``_pi`` (main thread, after the run)."""
         self._cell_done()
+        self._unwatch()
         view = self.view
         if self.aborted and view.state.stop_reason != "aborted":
             view.add_notice(f"Aborted: {ABORT_MESSAGE}", "stop")  # stopped between turns
