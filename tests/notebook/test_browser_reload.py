@@ -9,8 +9,9 @@
   frozen look says to do), a kernel restart and a reopen show the static copies and no "model
   not found";
 * reloaded without saving: the cell comes back without output and stays so (what the kernel
-  sends answers a request of the closed page, which the new page drops), and ``%pi show``
-  renders the run once it ended.
+  sends answers a request of the closed page, which the new page drops); ``%pi show`` run on
+  the new page gets the live view at once although it waits for the running cell (streaming,
+  or a pending Approve that works), and the run freezes there.
 
 Screenshots go to ``test-output/browser/reload-*.png``. Never downloads a browser.
 """
@@ -60,6 +61,7 @@ SHOW = "%pi show\n%pi show 2"
 CHECK = "print('after:', approved_after_reload, _pi.stop_reason)"
 UNSAVED = "%%pi --model faux:faux-1\nCount again, unsaved."
 SHOW_UNSAVED = "%pi show"
+UNSAVED_APPROVE = "%%pi\nSet a variable again, unsaved."
 
 
 def _save(page: Any, lab: Lab, name: str) -> dict[str, Any]:
@@ -110,7 +112,8 @@ def test_a_run_survives_a_reload(tmp_path: Path, app: str) -> None:
         pytest.importorskip("notebook", reason="Jupyter Notebook 7 is not installed")
     expect = playwright_sync.expect
     with Lab(tmp_path, app=app) as lab, playwright_sync.sync_playwright() as p:
-        url = lab.write_notebook("reload.ipynb", [SETUP, STREAM, APPROVE, SHOW, CHECK, UNSAVED, SHOW_UNSAVED])
+        cells = [SETUP, STREAM, APPROVE, SHOW, CHECK, UNSAVED, SHOW_UNSAVED, UNSAVED_APPROVE, SHOW_UNSAVED]
+        url = lab.write_notebook("reload.ipynb", cells)
         with chromium_page(p, lab, f"reload-{app}-failure.png") as page:
             cells = _open(page, lab, url, reload=False)
             if app == "lab":
@@ -158,6 +161,7 @@ def _approve_after_reload(page: Any, lab: Lab, cells: Any, expect: Any) -> Any:
     cell = cells.nth(2)
     approve = cell.get_by_role("button", name="Approve")
     expect(approve).to_be_visible(timeout=30_000)
+    approve.scroll_into_view_if_needed()
     _shot(page, lab, "3-approval-after-reload")
     approve.click()
     step(f"{lab.app}: approved after the reload")
@@ -196,17 +200,44 @@ def _show_then_restart(page: Any, lab: Lab, url: str, cells: Any, expect: Any) -
 
 
 def _unsaved(page: Any, lab: Lab, expect: Any) -> None:
+    """Reloaded before any save: the run's cell stays empty, and ``%pi show`` run from the new
+    page gets the live view at once (streaming, then an approval), which freezes there."""
     cells = page.locator(".jp-NotebookPanel .jp-CodeCell")
     run_cell(page, cells.nth(0))  # the restarted kernel needs the setup again
     expect(cells.nth(0).locator(".jp-OutputArea")).to_contain_text("setup done", timeout=90_000)
     run_cell(page, cells.nth(5))
-    expect(cells.nth(5).locator(".pi-view")).to_be_visible(timeout=30_000)
+    expect(cells.nth(5).locator(".pi-view")).to_contain_text("w5 ", timeout=30_000)
     cells = _open(page, lab, "", reload=True)
-    # Nothing the kernel sends reaches this cell now: its messages answer a closed page's request.
-    page.wait_for_timeout(3000)
+    # Nothing the kernel sends for the run reaches its cell: it answers a closed page's request.
+    page.wait_for_timeout(2000)
     expect(cells.nth(5).locator(".jp-OutputArea-output")).to_have_count(0)
     _shot(page, lab, "7-unsaved-reloaded")
-    run_cell(page, cells.nth(6))  # waits for the run, then shows it
-    expect(cells.nth(6).locator(".pi-static")).to_contain_text("the end.", timeout=60_000)
+    run_cell(page, cells.nth(6))  # waits for the running cell, but the live view comes at once
+    live = cells.nth(6).locator(".pi-view").first
+    expect(live).to_contain_text("w2", timeout=30_000)
+    expect(cells.nth(6).get_by_role("button", name="Stop")).to_be_visible()
+    assert "the end." not in live.inner_text(), "the run had ended before the view came back"
+    cells.nth(6).scroll_into_view_if_needed()
+    _shot(page, lab, "8-unsaved-show-live")
+    step(f"{lab.app}: unsaved reload, live view back in the %pi show cell")
+    frozen = cells.nth(6).locator(".pi-static")
+    expect(frozen).to_contain_text("the end.", timeout=60_000)
+    expect(frozen).to_have_count(1)  # the %pi show itself added nothing when its turn came
+    expect(cells.nth(6).locator(".jp-InputPrompt")).not_to_contain_text("*", timeout=10_000)
     expect(cells.nth(5).locator(".jp-OutputArea-output")).to_have_count(0)
-    _shot(page, lab, "8-unsaved-shown")
+    # An approval pending in an unsaved run: Approve in the %pi show cell.
+    run_cell(page, cells.nth(7))
+    expect(cells.nth(7).get_by_role("button", name="Approve")).to_be_visible(timeout=30_000)
+    cells = _open(page, lab, "", reload=True)
+    run_cell(page, cells.nth(8))
+    approve = cells.nth(8).get_by_role("button", name="Approve")
+    expect(approve).to_be_visible(timeout=30_000)
+    approve.scroll_into_view_if_needed()
+    _shot(page, lab, "9-unsaved-approval-back")
+    approve.click()
+    frozen = cells.nth(8).locator(".pi-static")
+    expect(frozen).to_contain_text("Set after the reload", timeout=30_000)
+    expect(frozen.locator(".pi-tool", has_text="set_variable")).to_contain_text("done")
+    frozen.scroll_into_view_if_needed()
+    _shot(page, lab, "10-unsaved-approved-frozen")
+    step(f"{lab.app}: unsaved reload, approved from the %pi show cell")

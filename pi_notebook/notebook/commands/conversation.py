@@ -62,7 +62,8 @@ HELP = """\
   reset                   clear the conversation
   tools [SPEC]            show or set the default --tools
   steer TEXT              queue a steering message for the running (or next) run
-  show [N]                the frozen output of the Nth recorded run from the last (default 1)
+  show [N]                the frozen output of the Nth recorded run from the last (default 1);
+                          during a run (a reloaded page), the run's live view at once
   mcp add NAME -- CMD...  start an MCP server (stdio); its tools join every %%pi run
   mcp add NAME URL [--header NAME=ENVVAR ...]   an MCP server over Streamable HTTP
   mcp list | remove NAME  show the MCP servers (state, tools, reason) / stop one

@@ -8,6 +8,10 @@ limit and the loop guard (``loop_guard.py``), ``--temperature`` / ``--timeout`` 
 The user's ``Agent`` is never patched, so a hook the user sets during a run is still there
 after it.
 
+A page reloaded during the run gets the run back: a page that shows the live widget from a
+notebook saved during the run sees it freeze (``_freeze_for_new_pages``, ``kernel/pages.py``),
+and a ``%pi show`` run from a page without it gets the live view at once (``reattach.py``).
+
 The view hears every session event (it draws tokens, retries and compactions); the run's own
 bookkeeping hears only the few events it needs, so a streamed token visits the agent, the
 session and the view and nothing else.
@@ -152,7 +156,8 @@ class PiRun:
         """A waiting ``%pi show`` of this conversation (a reloaded page's): show the live view
         in its cell now (``reattach.py``)."""
         code = str((request.get("content") or {}).get("code", ""))
-        if self.finished or self.display_handle is None or not shows_run(code, self.plan.name):
+        running = self.loop is not None and not self.finished  # a run that never started stays out
+        if not running or self.display_handle is None or not shows_run(code, self.plan.name):
             return
         attach(kernel, request, self.widget._repr_mimebundle_(), self.display_handle.display_id)
 
