@@ -56,7 +56,8 @@ def test_a_page_that_connects_during_the_run_sees_it_freeze(k: Kernel) -> None:
 
     def react(watch: Watch, msg: dict[str, Any]) -> None:
         seen.append(msg)
-        if not asked and msg["msg_type"] == "comm_msg" and "outputs" in msg["content"]["data"].get("state", {}):
+        streaming = msg["msg_type"] == "comm_msg" and "outputs" in msg["content"]["data"].get("state", {})
+        if not asked and streaming:
             asked.append(connect_page(k))  # mid-stream
 
     watch = Watch(k).until_replies([cell], react)

@@ -18,7 +18,6 @@ from kernel_ipshell import ip_fixture, outputs, run  # noqa: F401
 from session_helpers import MODEL, cell, restart, sdir_fixture  # noqa: F401
 
 from pi_notebook.ai.faux import FauxRegistration, faux_assistant_message, faux_text, faux_tool_call
-from pi_notebook.notebook.state import state_for
 
 
 def show(ip: Any, text: str = "") -> dict[str, Any]:
@@ -81,3 +80,22 @@ def test_show_errors_are_one_line_and_say_what_to_do(ip: Any, faux: FauxRegistra
         show(ip, "show 3")
     with pytest.raises(UsageError, match="counted from the last"):
         show(ip, "show last")
+
+
+@pytest.mark.parametrize(
+    ("code", "name", "expected"),
+    [
+        ("%pi show", "default", True),
+        ("  %pi show 1\n", "default", True),
+        ("%pi --name other show", "other", True),
+        ("%pi --name other show", "default", False),
+        ("%pi show 2", "default", False),
+        ("%pi show\nprint(1)", "default", False),
+        ("%pi status", "default", False),
+        ("%%pi\nshow", "default", False),
+    ],
+)
+def test_which_waiting_cells_get_the_live_view(code: str, name: str, expected: bool) -> None:
+    from pi_notebook.notebook.run.reattach import shows_run
+
+    assert shows_run(code, name) is expected

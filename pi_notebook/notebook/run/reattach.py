@@ -21,19 +21,16 @@ _attached: set[str] = set()
 
 
 def shows_run(code: str, name: str) -> bool:
-    """Whether ``code`` is ``%pi show`` (or ``%pi show 1``) of conversation ``name``."""
-    line = code.strip()
-    if "\n" in line or not line.startswith("%pi "):
+    """Whether ``code`` is ``%pi show`` (or ``%pi show 1``) of conversation ``name``, with
+    ``--name`` before the subcommand as ``%pi`` takes it."""
+    words = code.split()
+    if "\n" in code.strip() or words[:1] != ["%pi"]:
         return False
-    from IPython.core.error import UsageError
-
-    from ..commands.conversation import split_subcommand
-
-    try:
-        conversation, command, rest = split_subcommand(line[4:])
-    except UsageError:
-        return False
-    return command == "show" and rest in ("", "1") and (conversation or DEFAULT_NAME) == name
+    words = words[1:]
+    conversation = DEFAULT_NAME
+    if words[:1] == ["--name"] and len(words) > 1:
+        conversation, words = words[1], words[2:]
+    return words in (["show"], ["show", "1"]) and conversation == name
 
 
 def attach(kernel: Any, request: dict[str, Any], bundle: dict[str, Any], display_id: str) -> None:
