@@ -108,8 +108,9 @@ class PiRun:
         """Where a replayed run's messages begin in the transcript."""
         self._cell_done: Callable[[], None] = lambda: None
         self._pages_at: int | None = None
-        self._unwatch: Callable[[], None] = lambda: None
         """Pages connected when the live view was shown (``kernel.pages``); ``None``: not counted."""
+        self._unwatch: Callable[[], None] = lambda: None
+        """Stops showing this run to waiting ``%pi show`` requests (``kernel.queued``)."""
         self.mcp_tools: list[Any] | None = None
         """The MCP tools ``--tools`` chose (``select_mcp``); ``None``: every one, at the start."""
 
