@@ -69,13 +69,15 @@ def has_prices(model: Model) -> bool:
     return any(r.input or r.output or r.cache_read or r.cache_write for r in rates)
 
 
-def check_priced(budget: Budget | None, model: Model, what: str = "max_cost") -> None:
+def check_priced(
+    budget: Budget | None, model: Model, what: str = "max_cost", instead: str = "max_total_tokens"
+) -> None:
     """Raise ``ValueError`` when ``budget`` limits dollars and ``model`` has no prices (the
     spend could never be counted: the budget would never stop anything)."""
     if budget is not None and budget.max_cost is not None and not has_prices(model):
         raise ValueError(
             f"{what} needs the model's prices, and {model.provider}:{model.id} has none in the "
-            "catalogue: limit tokens instead (max_total_tokens)"
+            f"catalogue: limit tokens instead ({instead})"
         )
 
 
@@ -135,7 +137,8 @@ def _reached(scope: str, budget: Budget | None, tokens: int, cost: float) -> str
     if budget.max_cost is not None and cost >= budget.max_cost:
         return f"the {scope} reached its budget of {format_usd(budget.max_cost)} ({format_usd(cost)} spent)"
     if budget.max_total_tokens is not None and tokens >= budget.max_total_tokens:
-        return f"the {scope} reached its budget of {budget.max_total_tokens:,} tokens ({tokens:,} used)"
+        limit = budget.max_total_tokens
+        return f"the {scope} reached its budget of {limit:,} token{'s' * (limit != 1)} ({tokens:,} used)"
     return None
 
 
