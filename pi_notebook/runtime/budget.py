@@ -146,22 +146,45 @@ class BudgetMeter:
     """One run's spend held against the run's budget and the conversation's (whose earlier
     spend is ``before``). ``reason`` is the one-line reason once either is reached."""
 
-    __slots__ = ("before", "conversation", "reason", "run", "spent")
+    __slots__ = ("_cost_at", "_tokens_at", "before", "conversation", "reason", "run", "spent")
 
     def __init__(self, run: Budget | None, conversation: Budget | None, before: Spend) -> None:
         self.run, self.conversation, self.before = run, conversation, before.copy()
         self.spent = Spend()
         """The run's finished answers."""
         self.reason: str | None = None
+        self._tokens_at = self._cost_at = math.inf
+        self._thresholds()
+
+    def add(self, usage: Usage) -> None:
+        """A finished answer's usage is spent."""
+        self.spent.add(usage)
+        self._thresholds()
+
+    def _thresholds(self) -> None:
+        """The tokens and the dollars an answer in flight must reach before any budget can be:
+        below both, ``reached`` is two comparisons (it is asked on every streamed update)."""
+        spent, before = self.spent, self.before
+        tokens, cost = [math.inf], [math.inf]
+        for budget, base in ((self.run, Spend()), (self.conversation, before)):
+            if budget is not None and budget.max_total_tokens is not None:
+                tokens.append(budget.max_total_tokens - base.tokens - spent.tokens)
+            if budget is not None and budget.max_cost is not None:
+                cost.append(budget.max_cost - base.cost - spent.cost)
+        self._tokens_at, self._cost_at = min(tokens), min(cost)
 
     def reached(self, in_flight: Usage | None = None) -> str | None:
         """The reason, the first time the spend (with the answer still streaming) reaches a
         budget; ``None`` before that and after (the reason is kept in ``reason``)."""
         if self.reason is not None:
             return None
-        tokens, cost = self.spent.tokens, self.spent.cost
+        tokens, cost = 0, 0.0
         if in_flight is not None:
-            tokens, cost = tokens + tokens_of(in_flight), cost + in_flight.cost.total
+            u = in_flight  # the per-token path: two sums and two comparisons, no call
+            tokens, cost = u.input + u.output + u.cache_read + u.cache_write, u.cost.total
+            if tokens < self._tokens_at and cost < self._cost_at:
+                return None
+        tokens, cost = tokens + self.spent.tokens, cost + self.spent.cost
         before = self.before
         phrase = _reached("run", self.run, tokens, cost) or _reached(
             "conversation", self.conversation, before.tokens + tokens, before.cost + cost
@@ -225,8 +248,9 @@ class SessionBudgets:
 
     def streamed(self, usage: Usage) -> None:
         """An answer in progress reported ``usage``: a budget it reaches stops the run now."""
-        if self.meter is not None:
-            self._report(self.meter.reached(usage), stop=True)
+        meter = self.meter
+        if meter is not None and (reason := meter.reached(usage)) is not None:
+            self._report(reason, stop=True)
 
     def ended(self, message: Any) -> None:
         """An answer ended: its usage is spent. A budget it reaches stops the run at once when
@@ -235,7 +259,7 @@ class SessionBudgets:
         self.spent.add(message.usage)
         meter = self.meter
         if meter is not None:
-            meter.spent.add(message.usage)
+            meter.add(message.usage)
             self._report(meter.reached(), stop=message.stop_reason == "toolUse")
 
     def _report(self, reason: str | None, *, stop: bool) -> None:
