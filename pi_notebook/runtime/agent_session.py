@@ -9,7 +9,9 @@ file (user / assistant / toolResult as ``message`` entries, custom messages as
 ``custom_message``), and a successful answer ends a retry episode (``auto_retry_end``).
 
 After each run: a retryable failure is retried (:mod:`.retry`), else compaction is checked
-(:mod:`.compaction`); either may continue the agent, and ``agent_settled`` ends it all.
+(:mod:`.compaction`); either may continue the agent, and ``agent_settled`` ends it all. A run's
+budget and the session's (:mod:`.budget`, an addition to Pi) are held against the usage as it
+streams in; reaching one aborts the run and nothing continues it.
 
 The agent is never patched: the session subscribes to it, and per-run settings reach the loop
 as ``AgentRunOptions`` (``prompt(..., run=...)``), for the retried calls of that run too.

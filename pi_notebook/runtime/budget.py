@@ -1,5 +1,6 @@
 """Spending limits (``Budget``) of one run and of a conversation, the spend they are held
-against (``Spend``), and the meter an ``AgentSession`` keeps during a run (``BudgetMeter``).
+against (``Spend``), the meter of one run (``BudgetMeter``) and what an ``AgentSession`` keeps
+for its budgets (``SessionBudgets``: the conversation's budget and spend, the running meter).
 
 Pi has no budgets; this is an addition. A budget limits US dollars (``max_cost``), tokens
 (``max_total_tokens``), or both. Tokens are everything the requests processed: input, cached
