@@ -31,6 +31,7 @@ from ..view.reduce import content_to_text
 from .mcp import mcp_command
 from .sessions import HELP as SESSIONS_HELP
 from .sessions import SESSION_SUBCOMMANDS, session_line, turn_offset
+from .show import show_cmd
 from .usage import usage_command
 
 HELP = """\
@@ -65,6 +66,8 @@ HELP = """\
   reset                   clear the conversation
   tools [SPEC]            show or set the default --tools
   steer TEXT              queue a steering message for the running (or next) run
+  show [N]                the frozen output of the Nth recorded run from the last (default 1);
+                          during a run (a reloaded page), the run's live view at once
   mcp add NAME -- CMD...  start an MCP server (stdio); its tools join every %%pi run
   mcp add NAME URL [--header NAME=ENVVAR ...]   an MCP server over Streamable HTTP
   mcp list | remove NAME  show the MCP servers (state, tools, reason) / stop one
@@ -333,5 +336,6 @@ SUBCOMMANDS = {
     "usage": usage_command,
     "mcp": _mcp_cmd,
     "help": _help_cmd,
+    "show": show_cmd,
     **SESSION_SUBCOMMANDS,
 }

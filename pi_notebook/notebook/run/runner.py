@@ -10,6 +10,10 @@ keep: it stops the run when one is reached and says why (``budget_reached``).
 The user's ``Agent`` is never patched, so a hook the user sets during a run is still there
 after it.
 
+A page reloaded during the run gets the run back: a page that shows the live widget from a
+notebook saved during the run sees it freeze (``_freeze_for_new_pages``, ``kernel/pages.py``),
+and a ``%pi show`` run from a page without it gets the live view at once (``reattach.py``).
+
 The view hears every session event (it draws tokens, retries and compactions); the run's own
 bookkeeping hears only the few events it needs, so a streamed token visits the agent, the
 session and the view and nothing else.
@@ -43,25 +47,35 @@ from ...agent.types import TurnContext
 from ...ai.abort import ABORT_MESSAGE, AbortSignal
 from ...ai.failures import RequestFailure, failure_of
 from ...runtime import AgentSession
+from ..config import DEFAULT_NAME
 from ..kernel.compat import cell_running, get_kernel, install_comm_ack
 from ..kernel.interrupts import MainThreadBridge, watch_sigint
+from ..kernel.pages import on_next_page, pages_connected, watch_pages
+from ..kernel.queued import watch_queued
 from ..options import parse_options
 from ..result import PiResult, run_result
 from ..sessions.replay import continue_after, play
 from ..state import NotebookState, state_for
 from ..tools.notebook_tools import Dispatch, is_notebook_tool, run_here, select_mcp_tools
-from ..view.reduce import explain
-from ..view.render import render_text
+from ..view.reduce import add_notice, explain
+from ..view.render import render_html, render_text
 from ..view.run_view import RunView, StaticView
 from .approval import ApprovalGate, activate, deactivate
 from .errors import RunFailed, RunInterrupted, explain_error
 from .loop_guard import LoopGuard
 from .plan import RunPlan, plan_run, prepare_conversation, strip_markers
+from .reattach import attach, shows_run
 from .requests import probe_local_server, run_options
 
 __all__ = ["PiRun", "prepare_run", "run_pi", "run_pi_sync"]
 
 _display: Callable[..., Any] = _untyped_display
+
+RELOADED_NOTICE = (
+    "This notebook was saved during the run and opened again, so this output is a widget, which "
+    'shows "model not found" after a kernel restart. To keep it: run {command} in a new cell '
+    "(a static copy), then clear this output (Clear Cell Output in the cell's context menu)."
+)
 
 RUN_EVENTS = frozenset({"agent_start", "message_end", "compaction_end", "auto_retry_end", "budget_reached"})
 """The session events the run's bookkeeping needs (the view hears them all)."""
@@ -97,6 +111,10 @@ class PiRun:
         self.replayed_from: int | None = None
         """Where a replayed run's messages begin in the transcript."""
         self._cell_done: Callable[[], None] = lambda: None
+        self._pages_at: int | None = None
+        """Pages connected when the live view was shown (``kernel.pages``); ``None``: not counted."""
+        self._unwatch: Callable[[], None] = lambda: None
+        """Stops showing this run to waiting ``%pi show`` requests (``kernel.queued``)."""
         self.mcp_tools: list[Any] | None = None
         """The MCP tools ``--tools`` chose (``select_mcp``); ``None``: every one, at the start."""
 
@@ -132,7 +150,21 @@ class PiRun:
             if kernel is not None:
                 install_comm_ack(kernel)
                 self._cell_done = cell_running(kernel)
+            if watch_pages():
+                self._pages_at = pages_connected()
             self.display_handle = _display(self.widget, display_id=True)
+            if kernel is not None:
+                stop = watch_queued(kernel, lambda msg: self._attach_to(kernel, msg))
+                self._unwatch = stop or self._unwatch
+
+    def _attach_to(self, kernel: Any, request: dict[str, Any]) -> None:
+        """A waiting ``%pi show`` of this conversation (a reloaded page's): show the live view
+        in its cell now (``reattach.py``)."""
+        code = str((request.get("content") or {}).get("code", ""))
+        running = self.loop is not None and not self.finished  # a run that never started stays out
+        if not running or self.display_handle is None or not shows_run(code, self.plan.name):
+            return
+        attach(kernel, request, self.widget._repr_mimebundle_(), self.display_handle.display_id)
 
     def started(self) -> None:
         """Write the run entry and tell the shell's state (and its observers) that the run begins."""
@@ -271,6 +303,7 @@ class PiRun:
     def finish(self) -> PiResult:
         """Freeze the output and set ``_pi`` (main thread, after the run)."""
         self._cell_done()
+        self._unwatch()
         view = self.view
         if self.aborted and view.state.stop_reason != "aborted" and self.budget_reason is None:
             view.add_notice(f"Aborted: {ABORT_MESSAGE}", "stop")  # stopped between turns
@@ -293,10 +326,38 @@ class PiRun:
             self.display_handle.update(bundle, raw=True)
         else:
             _display(bundle, raw=True)
+        self._freeze_for_new_pages()
         result = self.result()
         self.shell.user_ns["_pi"] = result
         self.state.run_ended(self.plan.name, self.agent, result)
         return result
+
+    def _freeze_for_new_pages(self) -> None:
+        """A page that connected during the run (a reload), or connects later, may show the
+        live widget from a notebook saved during the run, and the output's update never
+        reaches it: make the widget look frozen too (now, or when the next page connects), and
+        say how to keep an output that survives a kernel restart."""
+        from ..view.live import LiveView
+
+        view, loop = self.view, self.loop
+        if self._pages_at is None or not isinstance(view, LiveView):
+            return
+        named = "" if self.plan.name == DEFAULT_NAME else f" --name {self.plan.name}"
+        notice = RELOADED_NOTICE.format(command=f"%pi{named} show")
+
+        def freeze() -> None:
+            add_notice(view.state, notice, "reloaded")
+            view.show_frozen(render_html(view.state))
+
+        if pages_connected() != self._pages_at:
+            freeze()
+        elif loop is not None:
+
+            def later() -> None:
+                if not loop.is_closed():
+                    loop.call_soon_threadsafe(freeze)
+
+            on_next_page(later)
 
     def result(self) -> PiResult:
         model = self.agent.state.model
