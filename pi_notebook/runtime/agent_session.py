@@ -13,6 +13,12 @@ After each run: a retryable failure is retried (:mod:`.retry`), else compaction 
 
 The agent is never patched: the session subscribes to it, and per-run settings reach the loop
 as ``AgentRunOptions`` (``prompt(..., run=...)``), for the retried calls of that run too.
+
+Resources (``resources=ResourceLoader(cwd)``, :mod:`.resources`): before each run the loader
+is asked for what is current (it re-reads only changed files); the run's system prompt is the
+agent's own with Pi's ``<project_context>`` and ``<available_skills>`` blocks added, the run gets
+the read-only skill-file tool when skills are loaded, and a text prompt, steering or follow-up
+message starting with ``/skill:name`` or ``/template`` is expanded as Pi expands it.
 """
 
 from __future__ import annotations
@@ -41,6 +47,8 @@ from .events import (
     ThinkingLevelChangedEvent,
     summary_retry,
 )
+from .resources.loader import ResourceLoader, Resources
+from .resources.skill_tool import SKILL_TOOL_NAME, skill_read_tool
 from .retry import AutoRetry
 from .settings import AgentSessionSettings
 from .tree import FORK_BUSY, NAVIGATE_BUSY, ForkResult, NavigateResult, fork, navigate_tree
@@ -68,6 +76,7 @@ class AgentSession:
         *,
         settings: AgentSessionSettings | None = None,
         cwd: str | None = None,
+        resources: ResourceLoader | None = None,
     ) -> None:
         self.agent = agent
         self.session_manager = session_manager
@@ -94,6 +103,9 @@ class AgentSession:
             self._summary_timeout_ms,
             lambda: self.settings.retry,
         )
+        self.resource_loader = resources
+        """Where the context files, skills and templates come from (``None``: none are used)."""
+        self._skill_tool: AgentTool | None = None
         self._unsubscribe_agent = agent.subscribe(self._handle_agent_event)
 
     def _summary_timeout_ms(self) -> int | None:
@@ -114,6 +126,7 @@ class AgentSession:
         session_manager: SessionManager | None = None,
         settings: AgentSessionSettings | None = None,
         stream_fn: Any = None,
+        resources: ResourceLoader | None = None,
     ) -> AgentSession:
         """A recorded, retrying, compacting agent for ``cwd`` (default: the working directory),
         its session file where Pi keeps them (``~/.pi/agent/sessions/--<cwd>--/``, or
@@ -125,7 +138,7 @@ class AgentSession:
         if model is not None:
             state["model"] = model
         agent = Agent(initial_state=state, convert_to_llm=convert_to_llm, stream_fn=stream_fn)
-        session = cls(agent, manager, settings=settings, cwd=folder)
+        session = cls(agent, manager, settings=settings, cwd=folder, resources=resources)
         agent.state.thinking_level = session._clamped(thinking_level)  # type: ignore[assignment]
         session.record_settings()
         return session
@@ -281,6 +294,8 @@ class AgentSession:
         turn's tools; "follow_up": when the agent would stop); without it, Pi's error. ``text``
         may be a ready ``UserMessage`` (several text blocks, images). ``run``: settings for this
         run only, its retried and continued calls included."""
+        if isinstance(text, str):
+            text = self.expand_input(text)
         if self.is_streaming:
             if streaming_behavior is None:
                 raise RuntimeError(PROMPT_BUSY)
@@ -298,7 +313,7 @@ class AgentSession:
             finally:
                 self._run = None
         message = text if isinstance(text, UserMessage) else _user_message(text, images)
-        await self._run_agent(message, run)
+        await self._run_agent(message, self._with_resources(run))
 
     async def steer(self, text: str, images: Sequence[ImageContent] | None = None) -> None:
         """Queue a message for after the current turn's tool calls (before the next model call)."""
@@ -312,6 +327,7 @@ class AgentSession:
         self, text: str, behavior: StreamingBehavior, images: Sequence[ImageContent] | None = None
     ) -> None:
         """``steer`` / ``follow_up`` for callbacks that cannot await (a Send button)."""
+        text = self.expand_input(text)
         if behavior == "follow_up":
             self._queue(self._follow_ups, text, images, self.agent.follow_up)
         else:
@@ -336,6 +352,43 @@ class AgentSession:
         self.agent.clear_all_queues()
         self._emit_queue_update()
         return steering, follow_ups
+
+    # --- resources -----------------------------------------------------------------------------
+
+    def current_resources(self) -> Resources | None:
+        """What the resource loader has now (re-read if a file changed), or ``None``."""
+        return self.resource_loader.current() if self.resource_loader is not None else None
+
+    def expand_input(self, text: str) -> str:
+        """``text`` with ``/skill:name`` and ``/template`` expanded as Pi expands a prompt
+        (unchanged without resources, or when no skill or template has that name)."""
+        resources = self.current_resources() if text.startswith("/") else None
+        return resources.expand(text) if resources is not None else text
+
+    def _with_resources(self, run: AgentRunOptions | None) -> AgentRunOptions | None:
+        """``run`` with the resources' system prompt, and the skill-file tool when skills are
+        loaded and no tool of the run is already called ``read``."""
+        resources = self.current_resources()
+        if resources is None:
+            return run
+        run = run if run is not None else AgentRunOptions()
+        tools = list(run.tools if run.tools is not None else self.agent.state.tools)
+        if resources.skills and not any(t.name == SKILL_TOOL_NAME for t in tools):
+            tools.append(self._skill_read_tool())
+        base = run.system_prompt if run.system_prompt is not None else self.agent.state.system_prompt
+        # with skills there is always a tool called read now, so Pi lists them
+        return replace(run, tools=tools, system_prompt=resources.system_prompt(base))
+
+    def _skill_read_tool(self) -> AgentTool:
+        if self._skill_tool is None:
+            loader = self.resource_loader
+
+            def roots() -> tuple[str, ...]:
+                last = loader.last if loader is not None else None
+                return last.skill_dirs if last is not None else ()
+
+            self._skill_tool = skill_read_tool(roots, self.cwd)
+        return self._skill_tool
 
     async def _run_agent(self, message: UserMessage, run: AgentRunOptions | None) -> None:
         self._run_active = True

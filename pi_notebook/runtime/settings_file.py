@@ -34,7 +34,14 @@ from ..session.compaction import CompactionSettings
 from ..session.storage import get_agent_dir
 from .settings import AgentSessionSettings, RetrySettings
 
-__all__ = ["PiSettings", "SettingsWriteError", "read_pi_settings", "save_default_model", "settings_path"]
+__all__ = [
+    "PiFileLock",
+    "PiSettings",
+    "SettingsWriteError",
+    "read_pi_settings",
+    "save_default_model",
+    "settings_path",
+]
 
 SETTINGS_FILE = "settings.json"
 _LOCK_ATTEMPTS = 10
@@ -58,6 +65,8 @@ class PiSettings:
     default_provider: str | None = None
     default_model: str | None = None
     default_thinking_level: str | None = None
+    default_project_trust: str = "ask"
+    """Pi's ``defaultProjectTrust``: ``always``, ``never``, else ``ask``."""
     compaction: dict[str, Any] = field(default_factory=dict)
     """The valid ``compaction`` keys, by our field names (``enabled``, ``reserve_tokens``,
     ``keep_recent_tokens``)."""
@@ -166,6 +175,8 @@ def _from_object(path: str, data: dict[str, Any]) -> PiSettings:
         bad("defaultThinkingLevel", "one of " + ", ".join(THINKING_LEVELS), level)
     elif level is not None:
         values["default_thinking_level"] = level
+    if data.get("defaultProjectTrust") in ("always", "never"):
+        values["default_project_trust"] = data["defaultProjectTrust"]
     compaction = _section(data, "compaction", _COMPACTION_KEYS, bad)
     retry = _section(data, "retry", _RETRY_KEYS, bad)
     return PiSettings(
@@ -236,7 +247,7 @@ def save_default_model(provider: str, model_id: str, agent_dir: str | None = Non
         os.makedirs(os.path.dirname(path), exist_ok=True)
     except OSError as exc:
         raise SettingsWriteError(f"cannot create {os.path.dirname(path)} ({exc.strerror})") from None
-    with _locked(path):
+    with PiFileLock(path):
         data = _current(path)
         data["defaultProvider"] = provider
         data["defaultModel"] = model_id
@@ -286,7 +297,7 @@ def _write_atomic(path: str, text: str) -> None:
         raise SettingsWriteError(f"cannot write {path} ({exc.strerror}); nothing was saved") from None
 
 
-class _locked:
+class PiFileLock:
     """Pi's lock on ``path``: the directory ``path + ".lock"``, taken with ``mkdir`` (atomic),
     retried 10 times 20 ms apart as Pi does, and taken over when older than 10 s."""
 
