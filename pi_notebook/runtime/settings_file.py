@@ -9,9 +9,11 @@ key is left to Pi. Reading never raises: a missing file, malformed JSON, a key o
 type each become a one-line ``problems`` entry, and the values they would have set stay unset
 (so the caller's defaults apply).
 
-Project settings (``<cwd>/.pi/settings.json``, which Pi merges over the global file when it
-trusts the project) are not read: a notebook folder could carry settings that change which
-model and server a prompt goes to, and there is no project trust here to ask the user first.
+Project settings (``<cwd>/.pi/settings.json``) are merged over the global file as Pi merges
+them (key by key, the ``compaction`` and ``retry`` objects too) only when the caller passes
+``project_dir``, which it must do only for a trusted folder (``resources.trust``): the file could
+change which model and server a prompt goes to. ``defaultProjectTrust`` is read from the global
+file alone, as Pi reads it.
 
 Written: ``save_default_model`` sets ``defaultProvider`` and ``defaultModel`` and keeps every
 other key and their order, in Pi's layout (``JSON.stringify(settings, null, 2)``, no trailing
@@ -112,10 +114,34 @@ def settings_path(agent_dir: str | None = None) -> str:
 _cache: dict[str, tuple[tuple[int, int], PiSettings]] = {}
 
 
-def read_pi_settings(agent_dir: str | None = None) -> PiSettings:
-    """Pi's global settings; never raises (see the module docstring). The parsed file is kept
-    until its size or modification time changes, so a cell can read it every time."""
-    path = settings_path(agent_dir)
+def read_pi_settings(agent_dir: str | None = None, project_dir: str | None = None) -> PiSettings:
+    """Pi's global settings, with a trusted project's ``.pi/settings.json`` merged over them
+    when ``project_dir`` is given; never raises (see the module docstring). A parsed file is
+    kept until its size or modification time changes, so a cell can read it every time."""
+    found = _read_file(settings_path(agent_dir))
+    if project_dir is None:
+        return found
+    project = _read_file(os.path.join(project_dir, ".pi", SETTINGS_FILE))
+    return found if project.missing else _merged(found, project)
+
+
+def _merged(base: PiSettings, project: PiSettings) -> PiSettings:
+    """Pi's deep merge of the project's file over the global one (for the keys read here)."""
+    problems = tuple(p for p in base.problems if not base.missing) + project.problems
+    return replace(
+        base,
+        exists=True,
+        missing=False,
+        default_provider=project.default_provider or base.default_provider,
+        default_model=project.default_model or base.default_model,
+        default_thinking_level=project.default_thinking_level or base.default_thinking_level,
+        compaction={**base.compaction, **project.compaction},
+        retry={**base.retry, **project.retry},
+        problems=problems,
+    )
+
+
+def _read_file(path: str) -> PiSettings:
     try:
         stat = os.stat(path)
     except FileNotFoundError:

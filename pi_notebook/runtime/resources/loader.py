@@ -58,6 +58,11 @@ class Resources:
     watched: dict[str, Stamp] = field(default_factory=dict, repr=False, compare=False)
 
     @property
+    def project_settings_dir(self) -> str | None:
+        """The folder whose ``.pi/settings.json`` may be read (a trusted project), else ``None``."""
+        return self.cwd if self.trusted and self.trust.needs_trust else None
+
+    @property
     def visible_skills(self) -> tuple[Skill, ...]:
         return tuple(s for s in self.skills if not s.disable_model_invocation)
 

@@ -1,0 +1,66 @@
+"""Asking about project trust before a ``%%pi`` run, the first time it matters.
+
+It matters when the notebook's folder has project resources (``.pi`` skills, templates,
+settings; ``.agents/skills``) and nobody has decided about it in Pi's trust store. A run where
+someone can click shows Pi's question with buttons (``view/trust_card.py``) and waits for the
+answer, which is saved in Pi's trust store; a run that cannot ask goes on untrusted (or trusted,
+``c.PiMagics.trust_headless``), and its notice says how to decide. The answer is asked before
+the cell is planned, because a trusted folder's templates change what the prompt expands to.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from typing import Any
+
+from IPython.display import display as _untyped_display
+
+from ...runtime.resources.trust import TrustStoreError, trust_options
+from ..kernel.compat import cell_running, get_kernel, install_comm_ack
+from ..state import NotebookState
+
+__all__ = ["ask_trust", "prepare_trust"]
+
+_display: Callable[..., Any] = _untyped_display
+
+
+def prepare_trust(state: NotebookState, *, awaited: bool) -> bool:
+    """Tell the resources whether this run can ask anybody; ``True`` when it should ask now."""
+    mode = state.run_mode(awaited=awaited, text=False)
+    state.resources.headless = not mode.can_ask
+    return mode.can_ask and state.resources.undecided() is not None
+
+
+def _nothing() -> None:
+    return None
+
+
+def relative(path: str, folder: str) -> str:
+    return os.path.relpath(path, folder)
+
+
+async def ask_trust(state: NotebookState, shell: Any) -> None:
+    """Ask about the folder's trust in the cell when it is undecided and someone can click."""
+    if not prepare_trust(state, awaited=True):
+        return
+    from ..view.trust_card import TrustCard
+
+    resources = state.resources
+    folder = resources.folder
+    found = [relative(p, folder) for p, _ in resources.loader().load().skipped]
+    card = TrustCard(folder, [o.label for o in trust_options(folder)], found)
+    kernel = get_kernel(shell)
+    done = _nothing
+    if kernel is not None:
+        install_comm_ack(kernel)
+        done = cell_running(kernel)
+    _display(card.widget)
+    try:
+        label = await card.answer
+    finally:
+        done()
+    try:
+        card.decided(resources.apply(label))
+    except TrustStoreError as exc:
+        card.decided(f"{exc}; this run goes on untrusted")
