@@ -73,7 +73,10 @@ class Resources:
 
     def system_prompt(self, base: str) -> str:
         """``base`` with Pi's ``<project_context>`` and ``<available_skills>`` blocks and the
-        working directory, as Pi builds a custom system prompt."""
+        working directory, as Pi builds a custom system prompt; ``base`` itself when there is
+        neither a context file nor a skill (Pi would still add the working directory)."""
+        if not (self.context_files or self.skills):
+            return base
         return build_system_prompt(base, self.cwd, self.context_files, self.skills)
 
     def expand(self, text: str) -> str:
