@@ -114,6 +114,9 @@ class PiConfig(Configurable):
         None, allow_none=True, help="Default --temperature (None: the provider's default)."
     ).tag(config=True)
     # Resources (``resources.py``): Pi's AGENTS.md, skills and templates of the notebook's folder.
+    project_folder = Unicode(
+        "", help="The folder whose AGENTS.md, .pi skills and templates apply (default: the notebook's)."
+    ).tag(config=True)
     context_files = Bool(
         True, help="Put the folder's AGENTS.md / CLAUDE.md files in the system prompt (Pi's context files)."
     ).tag(config=True)

@@ -1,6 +1,6 @@
 """``NotebookResources``: Pi's context files, skills, templates and project trust for the
 notebook's folder (the folder ``NotebookSessions.folder()`` names: the notebook's, else the
-working directory).
+working directory), or ``c.PiMagics.project_folder``.
 
 One ``ResourceLoader`` per folder, shared by the conversations of the shell; each conversation's
 ``AgentSession`` asks it before every run, and it re-reads only files that changed. Trust, as Pi
@@ -37,7 +37,9 @@ class NotebookResources:
 
     @property
     def folder(self) -> str:
-        return os.path.abspath(self._folder())
+        """``c.PiMagics.project_folder``, else the notebook's folder."""
+        configured = str(self._config().project_folder).strip()
+        return os.path.abspath(os.path.expanduser(configured) if configured else self._folder())
 
     def loader(self) -> ResourceLoader:
         """The loader of the notebook's folder (created on first use)."""

@@ -215,6 +215,7 @@ class NotebookSessions(StateObserver):
         now (a ``%%pi`` cell's own options then apply for its run)."""
         session = self.get(name).session
         session.settings = self.settings()
+        session.resource_loader = self._resources()  # the folder's (c.PiMagics.project_folder may change)
         return session
 
     def begin(self, name: str, agent: Agent) -> Tracked:
