@@ -299,9 +299,8 @@ class AgentSession:
         if self.is_streaming:
             if streaming_behavior is None:
                 raise RuntimeError(PROMPT_BUSY)
-            self.queue(
-                text if isinstance(text, str) else content_text(text.content, ""), streaming_behavior, images
-            )
+            queued = text if isinstance(text, str) else content_text(text.content, "")
+            self._enqueue(queued, streaming_behavior, images)  # expanded above: not twice
             return
         if self.model is None:
             raise RuntimeError(NO_MODEL)
@@ -326,8 +325,13 @@ class AgentSession:
     def queue(
         self, text: str, behavior: StreamingBehavior, images: Sequence[ImageContent] | None = None
     ) -> None:
-        """``steer`` / ``follow_up`` for callbacks that cannot await (a Send button)."""
-        text = self.expand_input(text)
+        """``steer`` / ``follow_up`` for callbacks that cannot await (a Send button); a
+        ``/skill:`` or ``/template`` text is expanded first, as Pi expands queued messages."""
+        self._enqueue(self.expand_input(text), behavior, images)
+
+    def _enqueue(
+        self, text: str, behavior: StreamingBehavior, images: Sequence[ImageContent] | None
+    ) -> None:
         if behavior == "follow_up":
             self._queue(self._follow_ups, text, images, self.agent.follow_up)
         else:
@@ -381,9 +385,9 @@ class AgentSession:
 
     def _skill_read_tool(self) -> AgentTool:
         if self._skill_tool is None:
-            loader = self.resource_loader
 
-            def roots() -> tuple[str, ...]:
+            def roots() -> tuple[str, ...]:  # the loader of now: a notebook may switch folders
+                loader = self.resource_loader
                 last = loader.last if loader is not None else None
                 return last.skill_dirs if last is not None else ()
 

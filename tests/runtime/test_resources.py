@@ -211,3 +211,18 @@ async def test_the_model_reads_a_skill_through_the_session(
     await session.prompt("use the good skill")
     assert seen == ["---\nname: good\ndescription: Does a thing.\n---\nBody of good.\n"]
     assert session.agent.state.system_prompt == "Base."  # the blocks are the run's, not the agent's
+
+
+def test_queued_messages_are_expanded_once(faux: FauxRegistration, tree: dict[str, Path]) -> None:
+    write(tree["agent"] / "prompts" / "again.md", "/ok nested\n")  # an expansion that looks like a command
+    loader = ResourceLoader(str(tree["cwd"]), agent_dir=str(tree["agent"]), home=str(tree["home"]))
+    session = AgentSession.create(
+        cwd=str(tree["cwd"]),
+        model=faux.get_model(),
+        session_manager=SessionManager.in_memory(str(tree["cwd"])),
+        resources=loader,
+    )
+    session.queue("/ok first", "steer")
+    session.queue("/again", "follow_up")
+    assert session.get_steering_messages() == ["Fine: first\n"]
+    assert session.get_follow_up_messages() == ["/ok nested\n"]  # Pi expands a message once
