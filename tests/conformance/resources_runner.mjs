@@ -61,7 +61,9 @@ async function run(scenario) {
   };
 }
 
-const scenarios = JSON.parse(readFileSync(0, "utf-8"));
+const payload = JSON.parse(readFileSync(0, "utf-8"));
 const results = [];
-for (const scenario of scenarios) results.push(await run(scenario));
+for (const scenario of payload.scenarios) results.push(await run(scenario));
+// Pi's ProjectTrustStore.setMany on an agent dir of its own, for the bytes of trust.json
+for (const write of payload.trustWrites) new ProjectTrustStore(write.agentDir).setMany(write.updates);
 process.stdout.write(JSON.stringify(results));

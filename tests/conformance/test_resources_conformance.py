@@ -21,7 +21,7 @@ from conformance.pi_node import require_node22, run_node
 
 from pi_notebook.ai.faux import FauxRegistration
 from pi_notebook.runtime import AgentSession
-from pi_notebook.runtime.resources import ResourceLoader, project_trust
+from pi_notebook.runtime.resources import ResourceLoader, project_trust, save_trust
 from pi_notebook.session import SessionManager
 
 BASE = "You are a notebook assistant."
@@ -130,7 +130,8 @@ def scenarios(tmp_path: Path) -> list[dict[str, Any]]:
     for label, decision in (("trusted", True), ("distrusted", False), ("undecided", None)):
         tree = build_tree(tmp_path / label)
         if decision is not None:
-            trust(tree["agent"], {str(tree["repo"].resolve()): decision})  # an ancestor's decision counts
+            # written by us, read by Pi; an ancestor's decision counts
+            save_trust([(str(tree["repo"]), decision)], str(tree["agent"]))
         made.append({"label": label, **tree})
     off = build_tree(tmp_path / "no-context")
     trust(off["agent"], {str(off["cwd"].resolve()): True})
@@ -188,7 +189,18 @@ async def test_the_model_gets_the_prompt_and_expansions_pi_makes(
         }
         for s in made
     ]
-    theirs = run_node("resources_runner.mjs", payload, node=node)
+    updates = [(str(tmp_path / "b"), True), (str(tmp_path / "a"), False), (str(tmp_path / "é"), True)]
+    for name in ("a", "b", "é"):
+        (tmp_path / name).mkdir()
+    ours_dir, pis_dir = tmp_path / "ours-agent", tmp_path / "pis-agent"
+    save_trust(updates, str(ours_dir))
+    save_trust([(str(tmp_path / "b"), None)], str(ours_dir))
+    writes = [
+        {"agentDir": str(pis_dir), "updates": [{"path": p, "decision": d} for p, d in updates]},
+        {"agentDir": str(pis_dir), "updates": [{"path": str(tmp_path / "b"), "decision": None}]},
+    ]
+    theirs = run_node("resources_runner.mjs", {"scenarios": payload, "trustWrites": writes}, node=node)
+    assert (ours_dir / "trust.json").read_bytes() == (pis_dir / "trust.json").read_bytes()
     for scenario, pi in zip(made, theirs, strict=True):
         label = scenario["label"]
         mine = await ours(faux, scenario)
