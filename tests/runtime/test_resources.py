@@ -18,7 +18,7 @@ import pytest
 from pi_notebook.ai.faux import FauxRegistration, faux_assistant_message, faux_tool_call
 from pi_notebook.runtime import AgentSession
 from pi_notebook.runtime.resources import ResourceLoader, Resources, is_trusted, project_trust, save_trust
-from pi_notebook.runtime.resources.files import MAX_FILE_BYTES
+from pi_notebook.runtime.resources.files import MAX_FILE_BYTES, parse_frontmatter
 from pi_notebook.runtime.resources.skill_tool import read_skill_file
 from pi_notebook.session import SessionManager
 
@@ -226,3 +226,13 @@ def test_queued_messages_are_expanded_once(faux: FauxRegistration, tree: dict[st
     session.queue("/again", "follow_up")
     assert session.get_steering_messages() == ["Fine: first\n"]
     assert session.get_follow_up_messages() == ["/ok nested\n"]  # Pi expands a message once
+
+
+def test_frontmatter_reads_plain_scalars_as_yaml_1_2_does() -> None:
+    """Pi's ``yaml`` package: ``yes``/``on`` and dates stay strings, only ``true``/``false``
+    are booleans (PyYAML's default schema would make the first three something else)."""
+    found, body = parse_frontmatter("---\r\na: yes\nb: 2024-01-01\nc: true\nd: on\ne: 0x1f\n---\n\n  Body\n")
+    assert found == {"a": "yes", "b": "2024-01-01", "c": True, "d": "on", "e": 31}
+    assert body == "Body"
+    assert parse_frontmatter("no frontmatter\n") == ({}, "no frontmatter\n")
+    assert parse_frontmatter("---\nunclosed: x\n") == ({}, "---\nunclosed: x\n")
