@@ -3,13 +3,15 @@
 It matters when the notebook's folder has project resources (``.pi`` skills, templates,
 settings; ``.agents/skills``) and nobody has decided about it in Pi's trust store. A run where
 someone can click shows Pi's question with buttons (``view/trust_card.py``) and waits for the
-answer, which is saved in Pi's trust store; a run that cannot ask goes on untrusted (or trusted,
+answer, which is saved in Pi's trust store (the card then becomes one line of text, so a saved
+notebook shows what was decided); a run that cannot ask goes on untrusted (or trusted,
 ``c.PiMagics.trust_headless``), and its notice says how to decide. The answer is asked before
 the cell is planned, because a trusted folder's templates change what the prompt expands to.
 """
 
 from __future__ import annotations
 
+import html
 import os
 from collections.abc import Callable
 from typing import Any
@@ -55,12 +57,15 @@ async def ask_trust(state: NotebookState, shell: Any) -> None:
     if kernel is not None:
         install_comm_ack(kernel)
         done = cell_running(kernel)
-    _display(card.widget)
+    handle = _display(card.widget, display_id=True)
     try:
         label = await card.answer
     finally:
         done()
     try:
-        card.decided(resources.apply(label))
+        line = resources.apply(label)
     except TrustStoreError as exc:
-        card.decided(f"{exc}; this run goes on untrusted")
+        line = f"{exc}; this run goes on untrusted"
+    card.decided(line)
+    if handle is not None:  # a saved notebook keeps a line, not a widget it cannot show
+        handle.update({"text/plain": line, "text/html": f"<pre>{html.escape(line)}</pre>"}, raw=True)
