@@ -74,3 +74,25 @@ def test_a_headless_run_never_asks_and_stays_untrusted(k: Kernel, tmp_path: Path
     assert not watch.find("ButtonModel", description="Trust")
     assert k.value("sent") == "['/review model.py']"
     assert not (tmp_path / "agent" / "trust.json").exists()
+
+
+def test_an_interrupt_while_the_question_waits_decides_nothing(k: Kernel, tmp_path: Path) -> None:
+    setup(k, tmp_path)
+    cell = k.execute("%%pi --model faux:faux-1\n/review model.py")
+    asked: list[bool] = []
+
+    def react(watch: Watch, msg: dict[str, Any]) -> None:
+        if not asked and watch.find("ButtonModel", description="Trust"):
+            asked.append(True)
+            k.interrupt()
+
+    watch = Watch(k).until_replies([cell], react, timeout=40)
+    reply = watch.replies[cell][1]
+    assert reply["status"] == "error"
+    assert reply["ename"] == "KeyboardInterrupt", reply["ename"]
+    assert asked
+    assert not (tmp_path / "agent" / "trust.json").exists()
+    updates = [c for _, kind, c in watch.displays if kind == "update_display_data"]
+    shown = [c["data"].get("text/plain", "") for c in updates]
+    assert any("Not answered" in text for text in shown), shown
+    assert k.value("sent") == "[]"

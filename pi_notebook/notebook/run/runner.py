@@ -348,7 +348,11 @@ def _shell(shell: Any = None) -> Any:
 async def run_pi(line: str, body: str) -> None:
     """The awaited ``%%pi`` path (the input transformer's target)."""
     shell = _shell()
-    await ask_trust(state_for(shell), shell)  # before planning: trust decides what /name expands to
+    try:
+        with watch_sigint():
+            await ask_trust(state_for(shell), shell)  # before planning: trust decides what /name expands to
+    except asyncio.CancelledError:  # an interrupt while the question waited, as for a run
+        raise RunInterrupted from None
     run = prepare_run(shell, line, body, awaited=True)
     if run.plan.options.mcp_tools:
         run.select_mcp(await run.state.mcp_tools())

@@ -11,6 +11,7 @@ the cell is planned, because a trusted folder's templates change what the prompt
 
 from __future__ import annotations
 
+import asyncio
 import html
 import os
 from collections.abc import Callable
@@ -60,12 +61,20 @@ async def ask_trust(state: NotebookState, shell: Any) -> None:
     handle = _display(card.widget, display_id=True)
     try:
         label = await card.answer
+    except asyncio.CancelledError:  # an interrupt while the question waits: nothing is decided
+        _settle(card, handle, "Not answered (the cell was interrupted): the folder is still undecided.")
+        raise
     finally:
         done()
     try:
         line = resources.apply(label)
     except TrustStoreError as exc:
         line = f"{exc}; this run goes on untrusted"
+    _settle(card, handle, line)
+
+
+def _settle(card: Any, handle: Any, line: str) -> None:
+    """The card's buttons go; a saved notebook keeps a line, not a widget it cannot show."""
     card.decided(line)
-    if handle is not None:  # a saved notebook keeps a line, not a widget it cannot show
+    if handle is not None:
         handle.update({"text/plain": line, "text/html": f"<pre>{html.escape(line)}</pre>"}, raw=True)
