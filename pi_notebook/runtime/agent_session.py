@@ -9,7 +9,9 @@ file (user / assistant / toolResult as ``message`` entries, custom messages as
 ``custom_message``), and a successful answer ends a retry episode (``auto_retry_end``).
 
 After each run: a retryable failure is retried (:mod:`.retry`), else compaction is checked
-(:mod:`.compaction`); either may continue the agent, and ``agent_settled`` ends it all.
+(:mod:`.compaction`); either may continue the agent, and ``agent_settled`` ends it all. A run's
+budget and the session's (:mod:`.budget`, an addition to Pi) are held against the usage as it
+streams in; reaching one aborts the run and nothing continues it.
 
 The agent is never patched: the session subscribes to it, and per-run settings reach the loop
 as ``AgentRunOptions`` (``prompt(..., run=...)``), for the retried calls of that run too.
@@ -36,11 +38,13 @@ from ..ai.abort import AbortController, AbortSignal
 from ..ai.models import clamp_thinking_level, get_supported_thinking_levels
 from ..ai.types import ImageContent, Model, TextContent, UserMessage, content_text, now_ms
 from ..session import CompactionResult, CompactionSettings, SessionManager, SessionRecorder, convert_to_llm
+from .budget import Budget, SessionBudgets, Spend
 from .compaction import Compactor
 from .events import (
     AgentSessionEvent,
     AgentSettledEvent,
     AutoRetryEndEvent,
+    BudgetReachedEvent,
     QueueUpdateEvent,
     SessionAgentEndEvent,
     SessionInfoChangedEvent,
@@ -48,7 +52,8 @@ from .events import (
     summary_retry,
 )
 from .resources.loader import ResourceLoader, Resources
-from .resources.skill_tool import SKILL_TOOL_NAME, skill_read_tool
+from .resources.run import run_with_resources
+from .resources.skill_tool import skill_read_tool
 from .retry import AutoRetry
 from .settings import AgentSessionSettings
 from .tree import FORK_BUSY, NAVIGATE_BUSY, ForkResult, NavigateResult, fork, navigate_tree
@@ -95,6 +100,7 @@ class AgentSession:
         self._default_thinking_level = self.settings.default_thinking_level
         """The level a switch to a reasoning model starts from (Pi's saved default)."""
         self._retry = AutoRetry(agent, lambda: self.settings.retry, self._emit)
+        self._budgets = SessionBudgets(lambda reason: self._emit(BudgetReachedEvent(reason)), agent.abort)
         self._compactor = Compactor(
             agent,
             session_manager,
@@ -201,6 +207,27 @@ class AgentSession:
     def pending_message_count(self) -> int:
         return len(self._steering) + len(self._follow_ups)
 
+    @property
+    def budget(self) -> Budget | None:
+        """The conversation's budget: what every run of this session may spend together
+        (``None``: no limit). A run's own goes to ``prompt(..., budget=...)``."""
+        return self._budgets.budget
+
+    @budget.setter
+    def budget(self, budget: Budget | None) -> None:
+        self._budgets.budget = budget
+
+    @property
+    def spent(self) -> Spend:
+        """What this session's answers have used and cost so far (a copy)."""
+        return self._budgets.spent.copy()
+
+    @property
+    def budget_reason(self) -> str | None:
+        """Why the current or last run stopped at a budget (``"stopped: the run reached its
+        budget of $0.50 ($0.52 spent)"``), or ``None``."""
+        return self._budgets.reason
+
     def get_steering_messages(self) -> list[str]:
         return list(self._steering)
 
@@ -243,6 +270,8 @@ class AgentSession:
         kind = event.type
         if kind == "message_update":  # per token: straight to whoever asked for it
             self._emit(event)
+            if self._budgets.meter is not None:  # the usage reported so far counts at once
+                self._budgets.streamed(event.message.usage)  # type: ignore[union-attr]
             return
         if kind == "message_start" and event.message.role == "user":  # type: ignore[union-attr]
             self._compactor.overflow_recovery_attempted = False
@@ -254,12 +283,15 @@ class AgentSession:
         self._emit(event)
         if kind == "message_end":
             self._message_ended(event.message)  # type: ignore[union-attr]
+        elif kind == "message_start" and event.message.role == "assistant":  # type: ignore[union-attr]
+            self._budgets.streamed(event.message.usage)  # type: ignore[union-attr]
 
     def _message_ended(self, message: Any) -> None:
         self._recorder.record_message(message)
         if getattr(message, "role", None) != "assistant":
             return
         self._last_assistant = message
+        self._budgets.ended(message)
         if message.stop_reason != "error":
             self._compactor.overflow_recovery_attempted = False
             attempt = self._retry.succeeded()
@@ -287,13 +319,17 @@ class AgentSession:
         images: Sequence[ImageContent] | None = None,
         streaming_behavior: StreamingBehavior | None = None,
         run: AgentRunOptions | None = None,
+        budget: Budget | None = None,
     ) -> None:
         """Send a prompt and run until the session settles (retries and compactions included).
 
         While the agent streams, ``streaming_behavior`` queues it ("steer": after the current
         turn's tools; "follow_up": when the agent would stop); without it, Pi's error. ``text``
         may be a ready ``UserMessage`` (several text blocks, images). ``run``: settings for this
-        run only, its retried and continued calls included."""
+        run only, its retried and continued calls included. ``budget``: what this run may spend
+        (with the conversation's ``budget``); reaching it stops the run as ``abort`` does and
+        sets ``budget_reason``. A dollar budget on a model without prices is a ``ValueError``,
+        a conversation whose budget is spent a ``RuntimeError``."""
         if isinstance(text, str):
             text = self.expand_input(text)
         if self.is_streaming:
@@ -304,6 +340,7 @@ class AgentSession:
             return
         if self.model is None:
             raise RuntimeError(NO_MODEL)
+        self._budgets.check(budget, self.agent.state.model)
         last = self._last_assistant_in_state()
         if last is not None:  # an aborted answer counts here: the new prompt is the "retry"
             self._run = run  # its summary request gets this prompt's timeout
@@ -312,7 +349,7 @@ class AgentSession:
             finally:
                 self._run = None
         message = text if isinstance(text, UserMessage) else _user_message(text, images)
-        await self._run_agent(message, self._with_resources(run))
+        await self._run_agent(message, self._budgets.start(budget, self._with_resources(run)))
 
     async def steer(self, text: str, images: Sequence[ImageContent] | None = None) -> None:
         """Queue a message for after the current turn's tool calls (before the next model call)."""
@@ -375,13 +412,8 @@ class AgentSession:
         resources = self.current_resources()
         if resources is None:
             return run
-        run = run if run is not None else AgentRunOptions()
-        tools = list(run.tools if run.tools is not None else self.agent.state.tools)
-        if resources.skills and not any(t.name == SKILL_TOOL_NAME for t in tools):
-            tools.append(self._skill_read_tool())
-        base = run.system_prompt if run.system_prompt is not None else self.agent.state.system_prompt
-        # with skills there is always a tool called read now, so Pi lists them
-        return replace(run, tools=tools, system_prompt=resources.system_prompt(base))
+        state = self.agent.state
+        return run_with_resources(resources, run, state.tools, state.system_prompt, self._skill_read_tool)
 
     def _skill_read_tool(self) -> AgentTool:
         if self._skill_tool is None:
@@ -405,6 +437,7 @@ class AgentSession:
         finally:
             self._run = None
             self._run_active = False
+            self._budgets.finish()
             self._emit(AgentSettledEvent())
             self._idle_event().set()
 
@@ -412,7 +445,7 @@ class AgentSession:
         """Pi's post-run handling: retry, else end the retry episode, else compaction; True
         when the agent is to continue."""
         message, self._last_assistant = self._last_assistant, None
-        if message is None:
+        if message is None or self._budgets.stopped:  # a spent budget: nothing continues the run
             return False
         if await self._retry.prepare(message, self.agent.state.model):
             return True
