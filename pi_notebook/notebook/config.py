@@ -113,6 +113,18 @@ class PiConfig(Configurable):
     temperature = Float(
         None, allow_none=True, help="Default --temperature (None: the provider's default)."
     ).tag(config=True)
+    # Resources (``resources.py``): Pi's AGENTS.md, skills and templates of the notebook's folder.
+    project_folder = Unicode(
+        "", help="The folder whose AGENTS.md, .pi skills and templates apply (default: the notebook's)."
+    ).tag(config=True)
+    context_files = Bool(
+        True, help="Put the folder's AGENTS.md / CLAUDE.md files in the system prompt (Pi's context files)."
+    ).tag(config=True)
+    trust_headless = Bool(
+        False,
+        help="Trust a project folder nobody was asked about in headless runs (nbconvert, papermill); "
+        "off: such runs load no project skills, templates or settings.",
+    ).tag(config=True)
     # Sessions (``sessions/``): where conversations are recorded, replay, compaction.
     record = Bool(True, help="Record conversations as Pi session files ($PI_NOTEBOOK_RECORD=0: off).").tag(
         config=True

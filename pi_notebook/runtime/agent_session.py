@@ -15,6 +15,12 @@ streams in; reaching one aborts the run and nothing continues it.
 
 The agent is never patched: the session subscribes to it, and per-run settings reach the loop
 as ``AgentRunOptions`` (``prompt(..., run=...)``), for the retried calls of that run too.
+
+Resources (``resources=ResourceLoader(cwd)``, :mod:`.resources`): before each run the loader
+is asked for what is current (it re-reads only changed files); the run's system prompt is the
+agent's own with Pi's ``<project_context>`` and ``<available_skills>`` blocks added, the run gets
+the read-only skill-file tool when skills are loaded, and a text prompt, steering or follow-up
+message starting with ``/skill:name`` or ``/template`` is expanded as Pi expands it.
 """
 
 from __future__ import annotations
@@ -45,6 +51,9 @@ from .events import (
     ThinkingLevelChangedEvent,
     summary_retry,
 )
+from .resources.loader import ResourceLoader, Resources
+from .resources.run import run_with_resources
+from .resources.skill_tool import skill_read_tool
 from .retry import AutoRetry
 from .settings import AgentSessionSettings
 from .tree import FORK_BUSY, NAVIGATE_BUSY, ForkResult, NavigateResult, fork, navigate_tree
@@ -72,6 +81,7 @@ class AgentSession:
         *,
         settings: AgentSessionSettings | None = None,
         cwd: str | None = None,
+        resources: ResourceLoader | None = None,
     ) -> None:
         self.agent = agent
         self.session_manager = session_manager
@@ -99,6 +109,9 @@ class AgentSession:
             self._summary_timeout_ms,
             lambda: self.settings.retry,
         )
+        self.resource_loader = resources
+        """Where the context files, skills and templates come from (``None``: none are used)."""
+        self._skill_tool: AgentTool | None = None
         self._unsubscribe_agent = agent.subscribe(self._handle_agent_event)
 
     def _summary_timeout_ms(self) -> int | None:
@@ -119,6 +132,7 @@ class AgentSession:
         session_manager: SessionManager | None = None,
         settings: AgentSessionSettings | None = None,
         stream_fn: Any = None,
+        resources: ResourceLoader | None = None,
     ) -> AgentSession:
         """A recorded, retrying, compacting agent for ``cwd`` (default: the working directory),
         its session file where Pi keeps them (``~/.pi/agent/sessions/--<cwd>--/``, or
@@ -130,7 +144,7 @@ class AgentSession:
         if model is not None:
             state["model"] = model
         agent = Agent(initial_state=state, convert_to_llm=convert_to_llm, stream_fn=stream_fn)
-        session = cls(agent, manager, settings=settings, cwd=folder)
+        session = cls(agent, manager, settings=settings, cwd=folder, resources=resources)
         agent.state.thinking_level = session._clamped(thinking_level)  # type: ignore[assignment]
         session.record_settings()
         return session
@@ -316,12 +330,13 @@ class AgentSession:
         (with the conversation's ``budget``); reaching it stops the run as ``abort`` does and
         sets ``budget_reason``. A dollar budget on a model without prices is a ``ValueError``,
         a conversation whose budget is spent a ``RuntimeError``."""
+        if isinstance(text, str):
+            text = self.expand_input(text)
         if self.is_streaming:
             if streaming_behavior is None:
                 raise RuntimeError(PROMPT_BUSY)
-            self.queue(
-                text if isinstance(text, str) else content_text(text.content, ""), streaming_behavior, images
-            )
+            queued = text if isinstance(text, str) else content_text(text.content, "")
+            self._enqueue(queued, streaming_behavior, images)  # expanded above: not twice
             return
         if self.model is None:
             raise RuntimeError(NO_MODEL)
@@ -334,7 +349,7 @@ class AgentSession:
             finally:
                 self._run = None
         message = text if isinstance(text, UserMessage) else _user_message(text, images)
-        await self._run_agent(message, self._budgets.start(budget, run))
+        await self._run_agent(message, self._budgets.start(budget, self._with_resources(run)))
 
     async def steer(self, text: str, images: Sequence[ImageContent] | None = None) -> None:
         """Queue a message for after the current turn's tool calls (before the next model call)."""
@@ -347,7 +362,13 @@ class AgentSession:
     def queue(
         self, text: str, behavior: StreamingBehavior, images: Sequence[ImageContent] | None = None
     ) -> None:
-        """``steer`` / ``follow_up`` for callbacks that cannot await (a Send button)."""
+        """``steer`` / ``follow_up`` for callbacks that cannot await (a Send button); a
+        ``/skill:`` or ``/template`` text is expanded first, as Pi expands queued messages."""
+        self._enqueue(self.expand_input(text), behavior, images)
+
+    def _enqueue(
+        self, text: str, behavior: StreamingBehavior, images: Sequence[ImageContent] | None
+    ) -> None:
         if behavior == "follow_up":
             self._queue(self._follow_ups, text, images, self.agent.follow_up)
         else:
@@ -372,6 +393,38 @@ class AgentSession:
         self.agent.clear_all_queues()
         self._emit_queue_update()
         return steering, follow_ups
+
+    # --- resources -----------------------------------------------------------------------------
+
+    def current_resources(self) -> Resources | None:
+        """What the resource loader has now (re-read if a file changed), or ``None``."""
+        return self.resource_loader.current() if self.resource_loader is not None else None
+
+    def expand_input(self, text: str) -> str:
+        """``text`` with ``/skill:name`` and ``/template`` expanded as Pi expands a prompt
+        (unchanged without resources, or when no skill or template has that name)."""
+        resources = self.current_resources() if text.startswith("/") else None
+        return resources.expand(text) if resources is not None else text
+
+    def _with_resources(self, run: AgentRunOptions | None) -> AgentRunOptions | None:
+        """``run`` with the resources' system prompt, and the skill-file tool when skills are
+        loaded and no tool of the run is already called ``read``."""
+        resources = self.current_resources()
+        if resources is None:
+            return run
+        state = self.agent.state
+        return run_with_resources(resources, run, state.tools, state.system_prompt, self._skill_read_tool)
+
+    def _skill_read_tool(self) -> AgentTool:
+        if self._skill_tool is None:
+
+            def roots() -> tuple[str, ...]:  # the loader of now: a notebook may switch folders
+                loader = self.resource_loader
+                last = loader.last if loader is not None else None
+                return last.skill_dirs if last is not None else ()
+
+            self._skill_tool = skill_read_tool(roots, self.cwd)
+        return self._skill_tool
 
     async def _run_agent(self, message: UserMessage, run: AgentRunOptions | None) -> None:
         self._run_active = True

@@ -1,5 +1,6 @@
 """The ``%pi`` subcommands: ``model``, ``thinking``, ``status``, ``history``, ``reset``,
-``tools``, ``steer``, ``mcp``, ``help`` and the session ones (``sessions.py``).
+``tools``, ``steer``, ``mcp``, ``help``, the session ones (``sessions.py``) and the resource
+ones (``resources.py``).
 
 Each takes ``(state, name, rest)``: the shell's ``NotebookState`` (its ``config`` is the loaded
 ``PiMagics``), the conversation named with ``--name`` (``None``: the default) and the rest of
@@ -29,6 +30,8 @@ from ..tools.notebook_tools import is_notebook_tool, mcp_tool_patterns, parse_to
 from ..tools.references import single_line
 from ..view.reduce import content_to_text
 from .mcp import mcp_command
+from .resources import HELP as RESOURCES_HELP
+from .resources import RESOURCE_SUBCOMMANDS
 from .sessions import HELP as SESSIONS_HELP
 from .sessions import SESSION_SUBCOMMANDS, session_line, turn_offset
 from .show import show_cmd
@@ -74,6 +77,7 @@ HELP = """\
   help                    this text
 """
 HELP += f"\n%pi [--name NAME] SUBCOMMAND, for recorded conversations (Pi session files)\n{SESSIONS_HELP}"
+HELP += f"\n%pi SUBCOMMAND, for Pi's AGENTS.md, skills (/skill:name) and templates (/name)\n{RESOURCES_HELP}"
 
 
 
@@ -136,7 +140,7 @@ def _save_default(state: NotebookState, provider: str, model_id: str) -> str:
     except SettingsWriteError as exc:
         raise UsageError(f"model --save: {exc}") from None
     line = f"saved as the default model in {path} (new conversations here and the Pi CLI start with it)"
-    chosen = effective(state.config)
+    chosen = state.defaults()
     if not chosen.model_from_pi and chosen.model:
         line += f"; {chosen.model_source} ({chosen.model}) still comes first in this notebook"
     return line
@@ -180,7 +184,7 @@ def _status_cmd(state: NotebookState, name: str | None, rest: str) -> None:
 
 def defaults_line(state: NotebookState) -> str:
     """Where a new conversation's model comes from, and what Pi's ``settings.json`` gave."""
-    chosen = effective(state.config)
+    chosen = state.defaults()
     model = f"{chosen.model} (from {chosen.model_source})" if chosen.model else "none"
     pi = chosen.pi
     if pi.missing:
@@ -338,4 +342,5 @@ SUBCOMMANDS = {
     "help": _help_cmd,
     "show": show_cmd,
     **SESSION_SUBCOMMANDS,
+    **RESOURCE_SUBCOMMANDS,
 }

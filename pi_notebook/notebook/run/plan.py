@@ -4,7 +4,8 @@
 conversation (creating, replacing or resuming it), applies ``--model``, ``--thinking`` and
 ``--system``, which stay with the conversation, and on the first cell of an empty conversation
 looks once for a recorded session of it that ``%pi resume`` would continue. ``plan_run`` then
-only reads: the prompt as typed and as sent (``$`expr``` references expanded), the mode (live
+only reads: the prompt as typed and as sent (``/skill:name`` and ``/template`` expanded as Pi
+expands them, then ``$`expr``` references), the mode (live
 or static, can anyone click, headless), the approval policy and the tools it gates, the lines
 shown under the run from the start, the recording to replay, whether a failure raises, the
 session settings for the run (retries, compaction, the summary timeout) and the budgets of the
@@ -28,7 +29,6 @@ from ...ai.types import TextContent, UserMessage
 from ...runtime import AgentSessionSettings, Budget
 from ...runtime.budget import check_priced, reached
 from ..config import MODEL_ENV, timeout_ms
-from ..defaults import effective
 from ..options import RunOptions
 from ..sessions.replay import Recording, find_recording
 from ..state import NotebookState
@@ -121,7 +121,9 @@ def plan_run(
     prompt = strip_markers(body).strip()
     if not prompt:
         raise UsageError("%%pi needs a prompt: write it in the cell body")
-    text, refs = expand_references(prompt, state.shell.user_ns)
+    session = state.sessions.session(options.name)
+    resources = session.current_resources()
+    text, refs = expand_references(session.expand_input(prompt), state.shell.user_ns)
     content = [TextContent(text=text)] + ([TextContent(text=format_references(refs))] if refs else [])
     gated = _gated_tools(state, options, agent)
     approval = state.approval(options.approve, mode, gated)
@@ -136,7 +138,11 @@ def plan_run(
         mode=mode,
         approval=approval,
         gated=tuple(gated),
-        notices=(*_setting_notices(state, options, agent, approval, gated), *notes),
+        notices=(
+            *_setting_notices(state, options, agent, approval, gated),
+            *(state.resources.notices(resources) if resources is not None else ()),
+            *notes,
+        ),
         replay=_recording(state, options, agent, prompt) if options.replay else None,
         raise_on_error=raise_on_error,
         settings=_session_settings(state, options),
@@ -167,7 +173,7 @@ def _setting_notices(
     """Lines that explain a setting: what is wrong with Pi's ``settings.json`` (each problem
     once), the approval policy (only when a tool it gates is on), a ``--thinking`` level the
     model ignores (once per conversation and model), an ignored seed."""
-    lines = state.settings_notices(effective(state.config).notices())
+    lines = state.settings_notices(state.defaults().notices())
     lines += [approval.notice] if approval.notice and gated else []
     thinking = state.thinking_ignored(options.name, agent)
     seed = seed_notice(options.seed, agent.state.model)

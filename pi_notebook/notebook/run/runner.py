@@ -66,6 +66,7 @@ from .loop_guard import LoopGuard
 from .plan import RunPlan, plan_run, prepare_conversation, strip_markers
 from .reattach import attach, shows_run
 from .requests import probe_local_server, run_options
+from .trust import ask_trust, prepare_trust
 
 __all__ = ["PiRun", "prepare_run", "run_pi", "run_pi_sync"]
 
@@ -415,7 +416,13 @@ def _shell(shell: Any = None) -> Any:
 
 async def run_pi(line: str, body: str) -> None:
     """The awaited ``%%pi`` path (the input transformer's target)."""
-    run = prepare_run(_shell(), line, body, awaited=True)
+    shell = _shell()
+    try:
+        with watch_sigint():
+            await ask_trust(state_for(shell), shell)  # before planning: trust decides what /name expands to
+    except asyncio.CancelledError:  # an interrupt while the question waited, as for a run
+        raise RunInterrupted from None
+    run = prepare_run(shell, line, body, awaited=True)
     if run.plan.options.mcp_tools:
         run.select_mcp(await run.state.mcp_tools())
     run.show()
@@ -432,7 +439,9 @@ async def run_pi(line: str, body: str) -> None:
 
 def run_pi_sync(line: str, body: str, shell: Any = None) -> PiResult:
     """The ``%%pi`` cell magic: run to completion without waiting for clicks."""
-    run = prepare_run(_shell(shell), line, body, awaited=False)
+    shell = _shell(shell)
+    prepare_trust(state_for(shell), awaited=False)  # nobody can answer: an undecided folder is untrusted
+    run = prepare_run(shell, line, body, awaited=False)
     if run.plan.options.mcp_tools:
         run.select_mcp(run.state.mcp_tools_blocking())
     bridge = MainThreadBridge()
