@@ -7,6 +7,8 @@ that already hold numpy values.
 
 from __future__ import annotations
 
+import math
+import re
 import sys
 import time
 from collections.abc import Sequence
@@ -45,6 +47,22 @@ class Budget:
 def sample_step(rows: int) -> int:
     """The stride of an evenly spaced sample of at most ``SAMPLE_ROWS`` of ``rows`` rows."""
     return max(1, -(-rows // SAMPLE_ROWS))
+
+
+def strided_sample(array: Any) -> Any:
+    """Evenly spaced elements of a numpy array or torch tensor, at most about ``SAMPLE_ROWS``:
+    its largest dimension is strided until the view is small enough. A view: nothing is
+    copied until the caller flattens it."""
+    view = array
+    while math.prod(view.shape) > SAMPLE_ROWS:
+        dim = max(range(len(view.shape)), key=lambda d: view.shape[d])
+        step = min(view.shape[dim], -(-math.prod(view.shape) // SAMPLE_ROWS))
+        if step <= 1:
+            break
+        index = [slice(None)] * len(view.shape)
+        index[dim] = slice(None, None, step)
+        view = view[tuple(index)]
+    return view
 
 
 def sample_note(sample_rows: int, rows: int) -> str:
@@ -89,7 +107,7 @@ def stats_table(rows: Sequence[tuple[str, Sequence[str]]], where: str, more: boo
 
 def text_table(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> list[str]:
     """Rows as a plain text table, each cell cut to ``CELL_CHARS``, numbers right-aligned."""
-    cells = [[cut(str(h)) for h in header]] + [[cut(_cell(v)) for v in row] for row in rows]
+    cells = [[cut(str(h)) for h in header]] + [[cut(cell(v)) for v in row] for row in rows]
     numeric = [all(isinstance(row[c], int | float) for row in rows) for c in range(len(header))]
     widths = [max(len(row[c]) for row in cells) for c in range(len(header))]
     return ["  " + "  ".join(_align(row, widths, numeric)).rstrip() for row in cells]
@@ -99,13 +117,25 @@ def _align(row: list[str], widths: list[int], numeric: list[bool]) -> list[str]:
     return [c.rjust(w) if n else c.ljust(w) for c, w, n in zip(row, widths, numeric, strict=True)]
 
 
-def _cell(value: Any) -> str:
+def cell(value: Any) -> str:
+    """A value as a table cell: ``null`` for None, floats with 6 significant digits."""
     return "null" if value is None else fmt(value) if isinstance(value, float) else str(value)
 
 
 def cut(text: str, limit: int = CELL_CHARS) -> str:
     text = " ".join(text.split())
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+PLAN_LINE_CHARS = 160
+_ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
+
+
+def plan_lines(text: str) -> list[str]:
+    """A library's printed plan as indented lines, each cut to ``PLAN_LINE_CHARS``, without the
+    memory addresses of function reprs (noise, and they differ between two runs)."""
+    lines = ["  " + line.rstrip() for line in _ADDRESS.sub("", text).rstrip().splitlines()]
+    return [line if len(line) <= PLAN_LINE_CHARS else line[: PLAN_LINE_CHARS - 1] + "…" for line in lines]
 
 
 def fit(lines: list[str], budget: int, more: str) -> list[str]:
