@@ -136,6 +136,9 @@ def test_a_summary_records_nothing_into_autograd() -> None:
     assert "requires_grad=True (24 bytes), grad_fn=MulBackward0" in shown
     assert "mean 5, std 3.74166, min 0, 25% 2.5, 50% 5, 75% 7.5, max 10" in shown
     assert summarize(weight).startswith("Parameter shape=(2, 3)")
+    # bfloat16 has no numpy dtype: torch computes the same statistics itself
+    halves = summarize(torch.arange(0.0, 12.0, 2.0, dtype=torch.bfloat16))
+    assert "0 NaN; mean 5, std 3.74166, min 0, 25% 2.5, 50% 5, 75% 7.5, max 10" in halves
     scaled.sum().backward()  # the graph is the user's alone: one backward, one gradient
     assert weight.grad is not None
     assert weight.grad.tolist() == [[2.0] * 3] * 2

@@ -62,7 +62,10 @@ def _compute() -> Any:
 
 
 def _indices(rows: int, step: int) -> Any:
-    return sys.modules["pyarrow"].array(range(0, rows, step), type=sys.modules["pyarrow"].int64())
+    pyarrow = sys.modules["pyarrow"]
+    numpy = sys.modules.get("numpy")  # an arange is ~30x faster than a range of Python ints
+    positions = range(0, rows, step) if numpy is None else numpy.arange(0, rows, step)
+    return pyarrow.array(positions, type=pyarrow.int64())
 
 
 def _is_float(arrow_type: Any) -> bool:
