@@ -61,7 +61,7 @@ class Recognised:
 
 def recognise(value: Any) -> Recognised | None:
     for cls in type(value).__mro__:
-        package = cls.__module__.partition(".")[0]
+        package = str(getattr(cls, "__module__", "")).partition(".")[0]
         name = LIBRARIES.get(package)
         if name is None or package not in sys.modules:
             continue

@@ -93,6 +93,16 @@ def numpy_stats(values: Any) -> list[str]:
     return [f"{len(valid):,}", *(fmt(float(v)) for v in stats)]
 
 
+def guarded(compute: Any, *args: Any) -> list[str]:
+    """``compute(*args)``, or one line saying it failed: a column whose statistics the library
+    cannot compute (a decimal quantile, an exotic dtype) must not cost the whole summary."""
+    try:
+        result: list[str] = compute(*args)
+    except Exception as exc:
+        return [f"(statistics failed: {type(exc).__name__})", *[""] * 7]
+    return result
+
+
 def stats_table(rows: Sequence[tuple[str, Sequence[str]]], where: str, more: bool = False) -> list[str]:
     """The ``describe()`` table of the numeric columns: one row of ``STAT_NAMES`` a column."""
     if not rows:

@@ -31,6 +31,7 @@ from .common import (
     Budget,
     assemble,
     fmt,
+    guarded,
     human_bytes,
     plan_lines,
     sample_note,
@@ -120,7 +121,7 @@ def _describe_lines(frame: Any, step: int) -> list[str]:
     if not names:
         return []
     sample = frame.select(names).gather_every(step)
-    rows = [(name, _stats(sample.get_column(name))) for name in names]
+    rows = [(name, guarded(_stats, sample.get_column(name))) for name in names]
     return stats_table(rows, sample_note(sample.height, frame.height), more)
 
 

@@ -26,6 +26,7 @@ from .common import (
     cell,
     fit,
     fmt,
+    guarded,
     human_bytes,
     sample_note,
     sample_step,
@@ -126,6 +127,8 @@ def _column_lines(table: Any, indices: Any) -> tuple[str, list[str], list[str]]:
 
 def _head(table: Any) -> list[str]:
     names = table.column_names[:HEAD_COLUMNS]
+    if not names:
+        return []
     part = table.select(names).slice(0, HEAD_ROWS).to_pylist()
     lines = text_table(names, [[row[n] for n in names] for row in part])
     if table.num_columns > HEAD_COLUMNS:
@@ -140,7 +143,7 @@ def summarize_table(kind: str, table: Any, limit: int) -> str:
     missing, column_lines, numeric = _column_lines(table, indices)
     sample = table.select(numeric[:MAX_NUMERIC])
     sample = sample.take(indices) if indices is not None else sample
-    stats = [(name, _stats(sample.column(name))) for name in numeric[:MAX_NUMERIC]]
+    stats = [(name, guarded(_stats, sample.column(name))) for name in numeric[:MAX_NUMERIC]]
     chunks = _chunks(table.column(0)) if kind == "Table" and table.num_columns else ""
     size = f"{human_bytes(table.nbytes)}{chunks}"
     header = [f"pyarrow {kind} with {rows:,} rows x {table.num_columns:,} columns ({size})", missing]

@@ -16,7 +16,7 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-from .common import QUANTILES, STAT_NAMES, fmt, human_bytes, numpy_stats, strided_sample
+from .common import QUANTILES, STAT_NAMES, fmt, guarded, human_bytes, numpy_stats, strided_sample
 
 SMALL_TENSOR = 1_000_000
 CORNER = 3  # the first CORNER indices of each dimension are shown
@@ -125,7 +125,7 @@ def summarize_tensor(tensor: Any, limit: int) -> str:
     else:
         with torch.no_grad():
             plain = tensor.detach()
-            lines += _stats(plain)
+            lines += [line for line in guarded(_stats, plain) if line]
             lines.append(_corner(plain))
     text = "\n".join(lines)
     return text if len(text) <= limit else text[: max(0, limit - 1)] + "…"

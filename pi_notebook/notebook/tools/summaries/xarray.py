@@ -78,7 +78,7 @@ def _coordinates(obj: Any) -> list[str]:
     for name, coord in list(obj.coords.items())[:MAX_ITEMS]:
         line = f"  {name} ({', '.join(map(str, coord.dims))}): {coord.dtype}"
         if _in_memory(coord.variable) and coord.ndim == 1 and coord.size:
-            first, last = coord.values[0], coord.values[-1]
+            first, last = coord[0].values, coord[-1].values  # not .values[0]: that converts the index
             line += f", {fmt_value(first)} .. {fmt_value(last)}"
         lines.append(line)
     if len(obj.coords) > MAX_ITEMS:
