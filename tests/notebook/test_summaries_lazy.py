@@ -119,8 +119,12 @@ def test_a_dask_frame_of_2gb_partitions_that_raise_runs_no_task() -> None:
     pd = pytest.importorskip("pandas")
     from dask.callbacks import Callback
 
+    def partition(i: int) -> Any:
+        _raise()
+        return pd.DataFrame({"x": [float(i)] * 131_072, "s": ["a"] * 131_072})  # 1 MB of x
+
     meta = pd.DataFrame({"x": pd.Series([], dtype="float64"), "s": pd.Series([], dtype="object")})
-    frame = dd.from_map(_raise, range(2000), meta=meta)  # 2,000 partitions of ~1 MB each if read
+    frame = dd.from_map(partition, range(2000), meta=meta)  # 2,000 partitions: 2 GB if read
     derived = frame[frame.x > 1].assign(y=frame.x * 2)
     started: list[Any] = []
     with Callback(start=started.append):
@@ -131,7 +135,7 @@ def test_a_dask_frame_of_2gb_partitions_that_raise_runs_no_task() -> None:
     assert "dask DataFrame with 3 columns, 2,000 partitions, divisions unknown" in shown
     assert "lazy: not computed (schema and plan only; no partition was read or run for this summary)" in shown
     assert "  x: float64" in shown
-    assert "FromMap: func=<function _raise>" in shown  # no memory address
+    assert ".<locals>.partition> iterables=[range(0, 2000)]" in shown  # without its memory address
     assert series.startswith("dask Series 'y', dtype float64, 2,000 partitions")
     assert listed == "3 columns, 2000 partitions (not computed)"
     with pytest.raises(ReadAttempted), Callback(start=started.append):
