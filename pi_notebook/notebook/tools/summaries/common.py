@@ -23,7 +23,6 @@ HEAD_COLUMNS = 12
 CELL_CHARS = 30
 STAT_NAMES = ("count", "mean", "std", "min", "25%", "50%", "75%", "max")
 QUANTILES = (0.25, 0.5, 0.75)
-NOT_COMPUTED = "lazy: not computed (schema and plan only; nothing was read or run for this summary)"
 
 
 def human_bytes(size: float) -> str:

@@ -22,6 +22,7 @@ import sys
 from typing import Any
 
 from .common import (
+    CELL_CHARS,
     COUNT_BUDGET_S,
     HEAD_COLUMNS,
     HEAD_ROWS,
@@ -128,7 +129,7 @@ def _describe_lines(frame: Any, step: int) -> list[str]:
 def _table(frame: Any) -> list[str]:
     polars = sys.modules["polars"]
     with polars.Config(
-        tbl_rows=HEAD_ROWS, tbl_cols=HEAD_COLUMNS, fmt_str_lengths=30, tbl_hide_dataframe_shape=True
+        tbl_rows=HEAD_ROWS, tbl_cols=HEAD_COLUMNS, fmt_str_lengths=CELL_CHARS, tbl_hide_dataframe_shape=True
     ):
         return str(frame).splitlines()
 
