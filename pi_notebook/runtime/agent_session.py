@@ -13,6 +13,9 @@ After each run: a retryable failure is retried (:mod:`.retry`), else compaction 
 
 The agent is never patched: the session subscribes to it, and per-run settings reach the loop
 as ``AgentRunOptions`` (``prompt(..., run=...)``), for the retried calls of that run too.
+
+With ``extensions`` (an ``ExtensionRunner``) the session calls them where Pi's does
+(:mod:`.session_extensions`) and emits ``entry_appended`` for the entries they append.
 """
 
 from __future__ import annotations
@@ -25,9 +28,9 @@ from dataclasses import replace
 from typing import Any, Literal
 
 from ..agent import Agent, AgentRunOptions, AgentTool
-from ..agent.types import AgentEvent, AgentMessage
+from ..agent.types import AgentEvent, AgentMessage, MessageEndEvent, MessageStartEvent
 from ..ai.abort import AbortController, AbortSignal
-from ..ai.models import clamp_thinking_level, get_supported_thinking_levels
+from ..ai.models import clamp_thinking_level, get_supported_thinking_levels, models_are_equal
 from ..ai.types import ImageContent, Model, TextContent, UserMessage, content_text, now_ms
 from ..session import CompactionResult, CompactionSettings, SessionManager, SessionRecorder, convert_to_llm
 from .compaction import Compactor
@@ -35,13 +38,16 @@ from .events import (
     AgentSessionEvent,
     AgentSettledEvent,
     AutoRetryEndEvent,
+    EntryAppendedEvent,
     QueueUpdateEvent,
     SessionAgentEndEvent,
     SessionInfoChangedEvent,
     ThinkingLevelChangedEvent,
     summary_retry,
 )
+from .extensions.runner import ExtensionRunner
 from .retry import AutoRetry
+from .session_extensions import SessionExtensions, custom_message
 from .settings import AgentSessionSettings
 from .tree import FORK_BUSY, NAVIGATE_BUSY, ForkResult, NavigateResult, fork, navigate_tree
 
@@ -68,6 +74,7 @@ class AgentSession:
         *,
         settings: AgentSessionSettings | None = None,
         cwd: str | None = None,
+        extensions: ExtensionRunner | None = None,
     ) -> None:
         self.agent = agent
         self.session_manager = session_manager
@@ -86,6 +93,7 @@ class AgentSession:
         self._default_thinking_level = self.settings.default_thinking_level
         """The level a switch to a reasoning model starts from (Pi's saved default)."""
         self._retry = AutoRetry(agent, lambda: self.settings.retry, self._emit)
+        self._ext = SessionExtensions(self, extensions) if extensions is not None else None
         self._compactor = Compactor(
             agent,
             session_manager,
@@ -93,6 +101,7 @@ class AgentSession:
             self._emit,
             self._summary_timeout_ms,
             lambda: self.settings.retry,
+            self._ext.before_compact if self._ext is not None else None,
         )
         self._unsubscribe_agent = agent.subscribe(self._handle_agent_event)
 
@@ -114,6 +123,7 @@ class AgentSession:
         session_manager: SessionManager | None = None,
         settings: AgentSessionSettings | None = None,
         stream_fn: Any = None,
+        extensions: ExtensionRunner | None = None,
     ) -> AgentSession:
         """A recorded, retrying, compacting agent for ``cwd`` (default: the working directory),
         its session file where Pi keeps them (``~/.pi/agent/sessions/--<cwd>--/``, or
@@ -125,7 +135,7 @@ class AgentSession:
         if model is not None:
             state["model"] = model
         agent = Agent(initial_state=state, convert_to_llm=convert_to_llm, stream_fn=stream_fn)
-        session = cls(agent, manager, settings=settings, cwd=folder)
+        session = cls(agent, manager, settings=settings, cwd=folder, extensions=extensions)
         agent.state.thinking_level = session._clamped(thinking_level)  # type: ignore[assignment]
         session.record_settings()
         return session
@@ -141,6 +151,14 @@ class AgentSession:
     def model(self) -> Model | None:
         model = self.agent.state.model
         return None if model.provider == "unknown" else model
+
+    @property
+    def extensions(self) -> ExtensionRunner | None:
+        return self._ext.runner if self._ext is not None else None
+
+    @property
+    def system_prompt(self) -> str:
+        return self.agent.state.system_prompt
 
     @property
     def thinking_level(self) -> str:
@@ -226,7 +244,19 @@ class AgentSession:
         for listener in listeners:
             listener(event)
 
-    def _handle_agent_event(self, event: AgentEvent, signal: AbortSignal | None = None) -> None:
+    def _handle_agent_event(self, event: AgentEvent, signal: AbortSignal | None = None) -> Any:
+        """Extensions first (awaited by the agent, as Pi awaits them), then the listeners."""
+        if self._ext is not None and self._ext.wants(event.type):
+            return self._after_extensions(event)
+        self._handle_event(event)
+        return None
+
+    async def _after_extensions(self, event: AgentEvent) -> None:
+        assert self._ext is not None
+        await self._ext.agent_event(event)
+        self._handle_event(event)
+
+    def _handle_event(self, event: AgentEvent) -> None:
         kind = event.type
         if kind == "message_update":  # per token: straight to whoever asked for it
             self._emit(event)
@@ -280,7 +310,13 @@ class AgentSession:
         While the agent streams, ``streaming_behavior`` queues it ("steer": after the current
         turn's tools; "follow_up": when the agent would stop); without it, Pi's error. ``text``
         may be a ready ``UserMessage`` (several text blocks, images). ``run``: settings for this
-        run only, its retried and continued calls included."""
+        run only, its retried and continued calls included. With extensions, ``/name args``
+        runs their command ``name`` instead, and their ``input`` handlers see the text first."""
+        if self._ext is not None:
+            prepared = await self._ext.prepare(text, list(images or ()), streaming_behavior)
+            if prepared is None:
+                return
+            text = prepared
         if self.is_streaming:
             if streaming_behavior is None:
                 raise RuntimeError(PROMPT_BUSY)
@@ -298,7 +334,8 @@ class AgentSession:
             finally:
                 self._run = None
         message = text if isinstance(text, UserMessage) else _user_message(text, images)
-        await self._run_agent(message, run)
+        messages = [message] if self._ext is None else await self._ext.before_agent_start(message)
+        await self._run_agent(messages, run)
 
     async def steer(self, text: str, images: Sequence[ImageContent] | None = None) -> None:
         """Queue a message for after the current turn's tool calls (before the next model call)."""
@@ -337,12 +374,14 @@ class AgentSession:
         self._emit_queue_update()
         return steering, follow_ups
 
-    async def _run_agent(self, message: UserMessage, run: AgentRunOptions | None) -> None:
+    async def _run_agent(self, messages: Any, run: AgentRunOptions | None) -> None:
+        if self._ext is not None:
+            run = self._ext.run_options(run)
         self._run_active = True
         self._run = run
         self._idle_event().clear()
         try:
-            await self.agent.prompt(message, run=run)
+            await self.agent.prompt(messages, run=run)
             while await self._after_run():
                 await self.agent.continue_(run=run)
         finally:
@@ -410,11 +449,14 @@ class AgentSession:
     def set_model(self, model: Model) -> None:
         """Switch the model, record a ``model_change`` entry and clamp the thinking level to
         what the new model supports (a model without reasoning keeps "off")."""
-        supported_before = self.model is not None and bool(self.agent.state.model.reasoning)
+        previous = self.model
+        supported_before = previous is not None and bool(self.agent.state.model.reasoning)
         level = self.thinking_level if supported_before else self._default_thinking_level
         self.agent.state.model = model
         self.session_manager.append_model_change(model.provider, model.id)
         self.set_thinking_level(level)
+        if self._ext is not None and not models_are_equal(previous, model):
+            self._ext.model_selected(model, previous)
 
     def available_thinking_levels(self) -> list[str]:
         model = self.model
@@ -498,6 +540,45 @@ class AgentSession:
         if self.is_streaming:
             raise RuntimeError(FORK_BUSY)
         return fork(self.agent, self.session_manager, entry_id, position)
+
+    # --- what extensions do ---------------------------------------------------------------------
+
+    async def send_custom_message(
+        self, message: Any, *, deliver_as: str | None = None, trigger_turn: bool = False
+    ) -> None:
+        """Pi's ``sendCustomMessage``: with the next prompt (``"next_turn"``), queued while a
+        run goes on, a new run (``trigger_turn``), else into the conversation at once."""
+        custom = custom_message(message)
+        if deliver_as == "next_turn" and self._ext is not None:
+            self._ext.next_turn.append(custom)
+        elif self.is_streaming:
+            (self.agent.follow_up if deliver_as == "follow_up" else self.agent.steer)(custom)
+        elif trigger_turn:
+            await self._run_agent([custom], None)
+        else:
+            self.agent.state.messages.append(custom)
+            self._recorder.record_message(custom)
+            self._emit(MessageStartEvent(message=custom))
+            self._emit(MessageEndEvent(message=custom))
+
+    async def send_user_message(self, text: str, *, deliver_as: str | None = None) -> None:
+        """Pi's ``sendUserMessage``: a prompt, queued as ``deliver_as`` while a run goes on."""
+        behavior: StreamingBehavior = "follow_up" if deliver_as == "follow_up" else "steer"
+        await self.prompt(text, streaming_behavior=behavior if self.is_streaming else None)
+
+    def append_entry(self, custom_type: str, data: Any = None) -> str:
+        """A ``custom`` entry in the session file (the model never sees it); ``entry_appended``."""
+        entry_id = self.session_manager.append_custom_entry(custom_type, data)
+        entry = self.session_manager.get_entry(entry_id)
+        if entry is not None:
+            self._emit(EntryAppendedEvent(entry))
+        return entry_id
+
+    async def shutdown(self, reason: str = "quit") -> None:
+        """Tell the extensions the session ends (``session_shutdown``), then stop listening."""
+        if self._ext is not None:
+            await self._ext.shutdown(reason)
+        self.dispose()
 
     def dispose(self) -> None:
         """Stop listening to the agent; the session's listeners stay registered but hear nothing."""

@@ -1,0 +1,220 @@
+"""What an ``AgentSession`` does with its extensions (``extensions.ExtensionRunner``), where
+Pi's ``AgentSession`` does it:
+
+* a prompt: ``/name args`` runs an extension command; ``input`` may transform or handle the
+  text; ``before_agent_start`` adds custom messages and may set this run's system prompt
+  (the next run without one gets the session's own back);
+* the run: ``context`` before every model request, ``tool_call`` (may block) before every
+  tool, ``tool_result`` (may override) after it, and the extensions' tools, all given to the
+  loop as ``AgentRunOptions``, so the agent itself is never patched;
+* every agent event reaches the extensions before the session's listeners (``message_end``
+  may replace the message in place, before it is recorded);
+* ``model_select``, ``session_before_compact``, ``session_start`` / ``session_shutdown``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any, Protocol
+
+from ..agent import Agent, AgentRunOptions
+from ..agent.tools import resolve
+from ..agent.types import (
+    AfterToolCallContext,
+    AfterToolCallResult,
+    BeforeToolCallContext,
+    BeforeToolCallResult,
+)
+from ..ai.abort import AbortSignal
+from ..ai.types import ImageContent, Model, TextContent, UserMessage, content_text, now_ms
+from ..session.entries import CustomMessage
+from .extensions.api import SessionActions
+from .extensions.events import (
+    AgentEndEvent,
+    InputEvent,
+    ModelSelectEvent,
+    SessionBeforeCompactEvent,
+    SessionShutdownEvent,
+    ToolCallEvent,
+    ToolResultEvent,
+    result_field,
+)
+from .extensions.runner import ExtensionRunner
+
+__all__ = ["SessionExtensions", "custom_message"]
+
+
+class _Session(SessionActions, Protocol):
+    """The ``AgentSession`` as this module uses it."""
+
+    @property
+    def agent(self) -> Agent: ...
+
+
+def custom_message(message: Any) -> CustomMessage:
+    """An extension's message (a ``CustomMessage``, or a dict / object with ``custom_type``,
+    ``content``, ``display``, ``details``) as the conversation's ``custom`` message."""
+    if isinstance(message, CustomMessage):
+        return message.model_copy(update={"timestamp": message.timestamp or now_ms()})
+    content = result_field(message, "content")
+    display = result_field(message, "display")
+    return CustomMessage(
+        custom_type=result_field(message, "custom_type") or "extension",
+        content=content if content is not None else [],
+        display=True if display is None else bool(display),
+        details=result_field(message, "details"),
+        timestamp=now_ms(),
+    )
+
+
+def _replace_in_place(target: Any, replacement: Any) -> None:
+    """Pi mutates the finished message so the agent's state, the later events and the
+    session file all hold the replacement."""
+    if target is replacement:
+        return
+    for name in type(target).model_fields:
+        if hasattr(replacement, name):
+            setattr(target, name, getattr(replacement, name))
+
+
+class SessionExtensions:
+    """The extension half of one ``AgentSession``. The constructor only stores."""
+
+    def __init__(self, session: _Session, runner: ExtensionRunner) -> None:
+        self.session = session
+        self.runner = runner
+        self.next_turn: list[CustomMessage] = []
+        self._own_system_prompt: str | None = None
+        """The session's system prompt while an extension's replaces it for a run."""
+        self._override: str | None = None
+
+    # --- a prompt -------------------------------------------------------------------------------
+
+    async def prepare(
+        self, text: str | UserMessage, images: list[ImageContent] | None, streaming: str | None
+    ) -> str | UserMessage | None:
+        """The prompt after commands and ``input``; ``None`` when an extension took it."""
+        self.runner.bind(self.session)
+        await self.runner.start_session(self.session)
+        raw = text if isinstance(text, str) else content_text(text.content, "")
+        if raw.startswith("/"):
+            name, _, args = raw[1:].partition(" ")
+            if await self.runner.run_command(name, args):
+                return None
+        if not self.runner.has_handlers("input"):
+            return text
+        given = list(images or []) or ([] if isinstance(text, str) else _images(text)) or None
+        behavior = "follow_up" if streaming == "follow_up" else "steer" if streaming else None
+        result = await self.runner.emit_input(InputEvent(raw, given, "interactive", behavior))  # type: ignore[arg-type]
+        if result.action == "handled":
+            return None
+        if result.action == "transform":
+            content = [TextContent(text=result.text), *(result.images or ())]
+            return UserMessage(content=content, timestamp=now_ms())
+        return text
+
+    async def before_agent_start(self, message: UserMessage) -> list[Any]:
+        """The messages a run starts with: the prompt, ``next_turn`` messages, then those of
+        ``before_agent_start``; sets (or gives back) the system prompt."""
+        state = self.session.agent.state
+        if self._override is not None and state.system_prompt == self._override:
+            state.system_prompt = self._own_system_prompt or ""
+        self._override = None
+        out: list[Any] = [message, *self.next_turn]
+        self.next_turn = []
+        if not self.runner.has_handlers("before_agent_start"):
+            return out
+        prompt = content_text(message.content, "")
+        images = _images(message) or None
+        added, system_prompt = await self.runner.emit_before_agent_start(prompt, images, state.system_prompt)
+        out += [custom_message(m) for m in added]
+        if system_prompt is not None:
+            self._own_system_prompt, self._override = state.system_prompt, system_prompt
+            state.system_prompt = system_prompt
+        return out
+
+    # --- the run --------------------------------------------------------------------------------
+
+    def run_options(self, run: AgentRunOptions | None) -> AgentRunOptions:
+        """``run`` with the extensions' hooks before its own and their tools added."""
+        run = run if run is not None else AgentRunOptions()
+        before = run.before_tool_call
+        tools = list(run.tools if run.tools is not None else self.session.agent.state.tools)
+        registered = self.runner.tools()
+        if registered:
+            names = {t.name for t in registered}
+            tools = [t for t in tools if t.name not in names] + registered
+
+        async def before_tool_call(ctx: BeforeToolCallContext, signal: AbortSignal | None = None) -> Any:
+            if self.runner.has_handlers("tool_call"):
+                event = ToolCallEvent(ctx.tool_call.name, ctx.tool_call.id, ctx.args)
+                blocked = await self.runner.emit_tool_call(event)
+                if blocked is not None and blocked.block:
+                    return BeforeToolCallResult(block=True, reason=blocked.reason)
+            if before is None:
+                return None
+            return await resolve(before(ctx, signal))
+
+        return replace(
+            run,
+            tools=tools,
+            before_tool_call=before_tool_call,
+            after_tool_call=self._after_tool_call,
+            transform_context=self._context,
+        )
+
+    async def _after_tool_call(self, ctx: AfterToolCallContext, signal: AbortSignal | None = None) -> Any:
+        if not self.runner.has_handlers("tool_result"):
+            return None
+        result = ctx.result
+        event = ToolResultEvent(
+            ctx.tool_call.name, ctx.tool_call.id, ctx.args, list(result.content), result.details, ctx.is_error
+        )
+        changed = await self.runner.emit_tool_result(event)
+        if changed is None:
+            return None
+        return AfterToolCallResult(
+            content=changed.content, details=changed.details, is_error=changed.is_error
+        )
+
+    async def _context(self, messages: list[Any], signal: AbortSignal | None = None) -> list[Any]:
+        if not self.runner.has_handlers("context"):
+            return messages
+        return await self.runner.emit_context(messages)
+
+    def wants(self, event_type: str) -> bool:
+        return self.runner.has_handlers(event_type)
+
+    async def agent_event(self, event: Any) -> None:
+        """An agent event, told to the extensions before the session's listeners."""
+        kind = event.type
+        if kind == "message_end":
+            replacement = await self.runner.emit_message_end(event.message)
+            if replacement is not None:
+                _replace_in_place(event.message, replacement)
+        elif kind == "agent_end":
+            await self.runner.emit(AgentEndEvent(list(event.messages)))
+        else:
+            await self.runner.emit(event)
+
+    # --- the rest -------------------------------------------------------------------------------
+
+    def model_selected(self, model: Model, previous: Model | None) -> None:
+        if self.runner.has_handlers("model_select"):
+            event = ModelSelectEvent(model, previous, "set")
+            self.runner.spawn("<runtime>", "model_select", self.runner.emit(event))
+
+    async def before_compact(self, event: SessionBeforeCompactEvent) -> Any:
+        """``session_before_compact``'s combined result (``cancel`` / ``compaction``) or None."""
+        if not self.runner.has_handlers("session_before_compact"):
+            return None
+        return await self.runner.emit(event)
+
+    async def shutdown(self, reason: str = "quit") -> None:
+        if self.runner.has_handlers("session_shutdown"):
+            await self.runner.emit(SessionShutdownEvent(reason=reason))  # type: ignore[arg-type]
+
+
+def _images(message: UserMessage) -> list[ImageContent]:
+    content = message.content
+    return [b for b in content if isinstance(b, ImageContent)] if isinstance(content, list) else []
