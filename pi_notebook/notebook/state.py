@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from ..agent.types import AgentTool
     from ..ai.types import UserMessage
     from ..mcp import McpManager
+    from .pi_extensions import NotebookExtensions
     from .result import PiResult
     from .run.approval import ApprovalSetup, RunMode
     from .sessions.sessions import NotebookSessions
@@ -61,6 +62,7 @@ class NotebookState:
         """Why the last conversation created from the defaults has no model although Pi's
         ``settings.json`` names one (``""``: it does not, or it resolved)."""
         self._settings_told: set[str] = set()
+        self._extensions: NotebookExtensions | None = None
 
     @property
     def tools(self) -> NotebookTools:
@@ -80,10 +82,23 @@ class NotebookState:
             from .sessions.sessions import NotebookSessions
 
             self._sessions = NotebookSessions(
-                self.shell, lambda: self.config, self.conversation, self._message_ended
+                self.shell,
+                lambda: self.config,
+                self.conversation,
+                self._message_ended,
+                lambda: self.extensions,
             )
             self.observers.insert(0, self._sessions)
         return self._sessions
+
+    @property
+    def extensions(self) -> NotebookExtensions:
+        """Pi's extensions in this kernel (``pi_extensions.py``), created on first use."""
+        if self._extensions is None:
+            from .pi_extensions import NotebookExtensions
+
+            self._extensions = NotebookExtensions(self.sessions.folder)
+        return self._extensions
 
     # --- configuration ---------------------------------------------------------------------------
 

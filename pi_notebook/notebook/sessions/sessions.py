@@ -99,6 +99,7 @@ class NotebookSessions(StateObserver):
         config: Callable[[], PiConfig],
         conversation: Callable[[str], Agent],
         message_ended: Callable[[str, Agent, Any], None] | None = None,
+        extensions: Callable[[], Any] | None = None,
     ) -> None:
         self.shell = shell
         self._config = config
@@ -106,6 +107,9 @@ class NotebookSessions(StateObserver):
         """The state's conversation of a name (created on first use, which tracks it here)."""
         self._message_ended = message_ended if message_ended is not None else self.message_appended
         """Told of every message a conversation ends (the state relays it to its observers)."""
+        self._extensions = extensions
+        """The kernel's ``NotebookExtensions`` (``pi_extensions.py``): its runner goes into every
+        new ``AgentSession``, which it then watches (``session_shutdown`` at exit)."""
         self.tracked: dict[str, Tracked] = {}
         self.replay_cursors: dict[str, Any] = {}
         """Where ``--replay`` stands in each conversation's recording (``replay.py``)."""
@@ -181,7 +185,11 @@ class NotebookSessions(StateObserver):
         previous = self.tracked.get(name)
         if previous is not None:
             previous.session.dispose()
-        session = AgentSession(agent, manager, settings=self.settings(), cwd=self.folder())
+        host = self._extensions() if self._extensions is not None else None
+        runner = host.runner if host is not None else None
+        session = AgentSession(agent, manager, settings=self.settings(), cwd=self.folder(), extensions=runner)
+        if host is not None:
+            host.watch(session)
         session.subscribe(
             lambda event: self._message_ended(name, agent, getattr(event, "message", None)), {"message_end"}
         )

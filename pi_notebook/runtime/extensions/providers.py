@@ -4,7 +4,8 @@ registry (``ai.registry``).
 
 API keys never sit in code or notebooks here: ``api_key`` names an environment variable
 (``"$MY_KEY"`` or ``"${MY_KEY}"``), read when a request is made. Pi's literal keys and
-``!command`` keys are refused with a message saying so.
+``!command`` keys are refused with a message saying so. A provider with its own
+``stream_simple`` and no ``api_key`` needs no key (its function authenticates itself).
 """
 
 from __future__ import annotations
@@ -72,6 +73,9 @@ def _model(name: str, config: ProviderConfig, spec: Any) -> Model:
     if config.headers:
         data["headers"] = {**config.headers, **(data.get("headers") or {})}
     data.setdefault("name", data.get("id", ""))
+    if config.stream_simple is not None and config.api_key is None:
+        # its own stream function does its own authentication: no key is looked for
+        data["compat"] = {"requiresApiKey": False, **(data.get("compat") or {})}
     return Model.model_validate(data)
 
 

@@ -39,6 +39,7 @@ from .events import (
     ToolResultResult,
     result_field,
 )
+from .providers import unregister_provider
 from .ui import ExtensionUI, NoUI
 
 __all__ = ["ExtensionError", "ExtensionRunner", "Setup"]
@@ -127,6 +128,22 @@ class ExtensionRunner:
             return None
         self.extensions = [e for e in self.extensions if e.name != name] + [extension]
         return extension
+
+    def unload(self, name: str) -> bool:
+        """Forget extension ``name``: its handlers, tools, commands and providers."""
+        extension = self.get(name)
+        if extension is None:
+            return False
+        for provider in list(extension.providers):
+            unregister_provider(provider, source=f"extension:{name}")
+        self.extensions = [e for e in self.extensions if e is not extension]
+        return True
+
+    def clear(self) -> None:
+        """Unload every extension and forget the errors."""
+        for extension in list(self.extensions):
+            self.unload(extension.name)
+        self.errors.clear()
 
     def get(self, name: str) -> Extension | None:
         return next((e for e in self.extensions if e.name == name), None)
