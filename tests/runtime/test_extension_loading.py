@@ -77,7 +77,7 @@ def installed_package(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path
 async def test_an_installed_package_is_found_by_its_entry_point(
     installed_package: Path, tmp_path: Path
 ) -> None:
-    assert (installed_package / "pi_hello-0.1.0.dist-info" / "entry_points.txt").is_file()  # noqa: ASYNC240
+    assert (installed_package / "pi_hello-0.1.0.dist-info" / "entry_points.txt").is_file()
     runner = ExtensionRunner()
     found = await discover_extensions(runner, tmp_path)
     [extension] = [e for e in found.loaded if e.name.startswith("hello")]
