@@ -39,7 +39,7 @@ if TYPE_CHECKING:
         ToolResultEvent,
         ToolResultResult,
     )
-    from .loader import ENTRY_POINT_GROUP, discover_extensions, load_extension
+    from .loader import discover_extensions, load_extension
     from .providers import ProviderConfig
     from .runner import ExtensionError, ExtensionRunner
     from .ui import ExtensionUI, NoUI
@@ -50,7 +50,6 @@ _HOMES = {
     "BeforeAgentStartResult": "events",
     "ContextEvent": "events",
     "ContextResult": "events",
-    "ENTRY_POINT_GROUP": "loader",
     "Extension": "api",
     "ExtensionAPI": "api",
     "ExtensionContext": "api",
@@ -78,7 +77,6 @@ _HOMES = {
 }
 
 __all__ = [
-    "ENTRY_POINT_GROUP",
     "AgentEndEvent",
     "BeforeAgentStartEvent",
     "BeforeAgentStartResult",
