@@ -26,6 +26,7 @@ from ..agent.types import (
     BeforeToolCallResult,
 )
 from ..ai.abort import AbortSignal
+from ..ai.models import models_are_equal
 from ..ai.types import ImageContent, Model, TextContent, UserMessage, content_text, now_ms
 from ..session.entries import CustomMessage
 from .extensions.api import SessionActions
@@ -87,6 +88,9 @@ class SessionExtensions:
         self._own_system_prompt: str | None = None
         """The session's system prompt while an extension's replaces it for a run."""
         self._override: str | None = None
+        self._model_seen: Model | None = None
+        """The model of the last prompt: a model changed without ``set_model`` (the notebook's
+        ``--model``) is told as ``model_select`` before the next prompt."""
 
     # --- a prompt -------------------------------------------------------------------------------
 
@@ -96,6 +100,11 @@ class SessionExtensions:
         """The prompt after commands and ``input``; ``None`` when an extension took it."""
         self.runner.bind(self.session)
         await self.runner.start_session(self.session)
+        current, seen = self.session.model, self._model_seen
+        self._model_seen = current
+        changed = current is not None and seen is not None and not models_are_equal(current, seen)
+        if changed and self.runner.has_handlers("model_select"):
+            await self.runner.emit(ModelSelectEvent(current, seen, "set"))  # type: ignore[arg-type]
         raw = text if isinstance(text, str) else content_text(text.content, "")
         if raw.startswith("/"):
             name, _, args = raw[1:].partition(" ")
@@ -200,6 +209,7 @@ class SessionExtensions:
     # --- the rest -------------------------------------------------------------------------------
 
     def model_selected(self, model: Model, previous: Model | None) -> None:
+        self._model_seen = model
         if self.runner.has_handlers("model_select"):
             event = ModelSelectEvent(model, previous, "set")
             self.runner.spawn("<runtime>", "model_select", self.runner.emit(event))

@@ -389,8 +389,12 @@ async def test_model_select_and_session_shutdown(faux: FauxRegistration, tmp_pat
     await runner.settle()
     session.set_model(other)  # the same model again: no event
     await runner.settle()
+    faux.set_responses([faux_assistant_message([faux_text("ok")])] * 2)
+    await session.prompt("hi")  # the first prompt: the model it starts with is no change
+    session.agent.state.model = faux.get_model()  # changed without set_model (the notebook's --model)
+    await session.prompt("again")
     await session.shutdown()
-    assert heard == [("other", faux.get_model().id, "set"), "quit"]
+    assert heard == [("other", faux.get_model().id, "set"), (faux.get_model().id, "other", "set"), "quit"]
 
 
 async def test_session_before_compact_cancels_or_provides_the_summary(

@@ -329,7 +329,7 @@ class ExtensionRunner:
             replacement = result_field(result, "message")
             if replacement is None:
                 continue
-            if getattr(replacement, "role", None) != getattr(current, "role", None):
+            if result_field(replacement, "role") != result_field(current, "role"):
                 same_role = "message_end handlers must return a message with the same role"
                 self.report(extension.name, "message_end", same_role)
                 continue
