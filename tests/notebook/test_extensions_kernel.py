@@ -158,3 +158,22 @@ def test_a_headless_run_is_asked_nothing(extension: Kernel) -> None:
         [c["data"].get("text/plain", "") for _, _, c in watch.displays]
     )
     assert "An extension asked \u201cRun shout?\u201d: answered No (headless run:" in shown
+
+
+def test_every_conversation_hears_session_shutdown_when_the_kernel_exits(tmp_path: Path) -> None:
+    log = tmp_path / "shutdown.log"
+    path = tmp_path / "bye.py"
+    path.write_text(
+        "def setup(pi):\n"
+        f"    pi.on('session_shutdown', lambda e: open({str(log)!r}, 'a').write(e.reason + '\\n'))\n"
+    )
+    k = Kernel(tmp_path / "kernel")
+    try:
+        assert k.run(f"%pi extension load {path}")["status"] == "ok"
+        k.run("faux.set_responses(['one', 'two'])")
+        for cell in ("%%pi --model faux:faux-1\nhi", "%%pi --model faux:faux-1 --name other\nhi"):
+            assert k.run(cell)["status"] == "ok"
+    finally:
+        k.kc.stop_channels()
+        k.km.shutdown_kernel(now=False)  # a shutdown request: the kernel exits as it would for the user
+    assert log.read_text() == "quit\nquit\n"

@@ -23,6 +23,7 @@ from pi_notebook.ai.faux import (
     faux_tool_call,
     register_faux_provider,
 )
+from pi_notebook.notebook.pi_extensions import untrusted
 from pi_notebook.notebook.state import state_for
 
 MODEL = "--model faux:faux-1"
@@ -162,3 +163,31 @@ def test_a_provider_an_extension_registers_serves_a_run(ip: Any, tmp_path: Path)
         backend.unregister()
     result, _ = run(ip, "%%pi --model acme:acme-1\nhi")
     assert "acme" in str(result.error_in_exec)  # unloaded: the provider is gone too
+
+
+def test_the_projects_extensions_wait_for_trust(
+    ip: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    folder = tmp_path / ".pi" / "extensions"
+    folder.mkdir(parents=True)
+    (folder / "local.py").write_text(
+        "def setup(pi):\n    pi.register_command('local', lambda a, c: print('ran'))\n"
+    )
+    monkeypatch.chdir(tmp_path)  # no notebook file: the folder is the working directory
+    host = state_for(ip).extensions
+    host.reset()
+    try:
+        _, captured = run(ip, "%pi extension list")
+        assert captured.stdout.splitlines() == [
+            "no extensions loaded",
+            f"skipped: {folder / 'local.py'} (the project {tmp_path.resolve()} is not trusted)",
+        ]
+        result, _ = run(ip, "%pi local")
+        assert "unknown %pi subcommand 'local'" in str(result.error_in_exec)
+        host.project_trusted = lambda path: path == tmp_path.resolve()  # what the trust store decides
+        host.reset()
+        _, captured = run(ip, "%pi local")
+        assert captured.stdout == "ran\n"
+    finally:
+        host.project_trusted = untrusted
+        host.reset()
