@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 from .config import DEFAULT_NAME, PiConfig, Policy
 from .observer import StateObserver
 from .tools.cell_log import CellErrorLog
+from .usage_log import UsageLog
 
 if TYPE_CHECKING:
     from ..agent import Agent
@@ -53,7 +54,9 @@ class NotebookState:
             self.errors.watch(shell)  # display outputs of the cells before the first %%pi too
         self._tools: NotebookTools | None = None
         self._sessions: NotebookSessions | None = None
-        self.observers: list[StateObserver] = []
+        self.usage = UsageLog(shell)
+        """Every run's tokens and cost, for ``%pi usage``."""
+        self.observers: list[StateObserver] = [self.usage]
         self._config: PiConfig | None = None
         self._thinking_told: set[tuple[str, str, str]] = set()
         self._mcp: McpManager | None = None

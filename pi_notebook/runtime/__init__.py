@@ -5,6 +5,8 @@ kernel alike.
 * ``agent_session``: ``AgentSession`` (``AgentSession.create(cwd=..., model=..., tools=...)``).
 * ``events``: the ``AgentSessionEvent`` types (Pi's names in snake_case, ``to_dict()`` Pi's JSON).
 * ``retry`` and ``compaction``: the two automatic recoveries, as Pi decides them.
+* ``budget``: ``Budget``, a spending limit of a run or a conversation, and ``Spend``, usage
+  added up (an addition to Pi).
 * ``settings``: ``AgentSessionSettings`` (``RetrySettings``, the session layer's
   ``CompactionSettings``).
 * ``extensions/``: Pi's extension API in Python (``ExtensionRunner``, ``def setup(pi)``);
@@ -21,11 +23,13 @@ from .._lazy import exports
 
 if TYPE_CHECKING:
     from .agent_session import AgentSession, StreamingBehavior
+    from .budget import Budget, Spend
     from .events import (
         AgentSessionEvent,
         AgentSettledEvent,
         AutoRetryEndEvent,
         AutoRetryStartEvent,
+        BudgetReachedEvent,
         CompactionEndEvent,
         CompactionStartEvent,
         EntryAppendedEvent,
@@ -46,6 +50,8 @@ _HOMES = {
     "AgentSettledEvent": "events",
     "AutoRetryEndEvent": "events",
     "AutoRetryStartEvent": "events",
+    "Budget": "budget",
+    "BudgetReachedEvent": "events",
     "CompactionEndEvent": "events",
     "CompactionStartEvent": "events",
     "EntryAppendedEvent": "events",
@@ -53,6 +59,7 @@ _HOMES = {
     "RetrySettings": "settings",
     "SessionAgentEndEvent": "events",
     "SessionInfoChangedEvent": "events",
+    "Spend": "budget",
     "StreamingBehavior": "agent_session",
     "SummarizationRetryAttemptStartEvent": "events",
     "SummarizationRetryFinishedEvent": "events",
@@ -67,6 +74,8 @@ __all__ = [
     "AgentSettledEvent",
     "AutoRetryEndEvent",
     "AutoRetryStartEvent",
+    "Budget",
+    "BudgetReachedEvent",
     "CompactionEndEvent",
     "CompactionStartEvent",
     "EntryAppendedEvent",
@@ -74,6 +83,7 @@ __all__ = [
     "RetrySettings",
     "SessionAgentEndEvent",
     "SessionInfoChangedEvent",
+    "Spend",
     "StreamingBehavior",
     "SummarizationRetryAttemptStartEvent",
     "SummarizationRetryFinishedEvent",

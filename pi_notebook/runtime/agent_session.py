@@ -9,7 +9,9 @@ file (user / assistant / toolResult as ``message`` entries, custom messages as
 ``custom_message``), and a successful answer ends a retry episode (``auto_retry_end``).
 
 After each run: a retryable failure is retried (:mod:`.retry`), else compaction is checked
-(:mod:`.compaction`); either may continue the agent, and ``agent_settled`` ends it all.
+(:mod:`.compaction`); either may continue the agent, and ``agent_settled`` ends it all. A run's
+budget and the session's (:mod:`.budget`, an addition to Pi) are held against the usage as it
+streams in; reaching one aborts the run and nothing continues it.
 
 The agent is never patched: the session subscribes to it, and per-run settings reach the loop
 as ``AgentRunOptions`` (``prompt(..., run=...)``), for the retried calls of that run too.
@@ -28,17 +30,18 @@ from dataclasses import replace
 from typing import Any, Literal
 
 from ..agent import Agent, AgentRunOptions, AgentTool
-from ..agent.types import AgentEvent, AgentMessage, MessageEndEvent, MessageStartEvent
+from ..agent.types import AgentEvent, AgentMessage
 from ..ai.abort import AbortController, AbortSignal
 from ..ai.models import clamp_thinking_level, get_supported_thinking_levels, models_are_equal
 from ..ai.types import ImageContent, Model, TextContent, UserMessage, content_text, now_ms
 from ..session import CompactionResult, CompactionSettings, SessionManager, SessionRecorder, convert_to_llm
+from .budget import Budget, SessionBudgets, Spend
 from .compaction import Compactor
 from .events import (
     AgentSessionEvent,
     AgentSettledEvent,
     AutoRetryEndEvent,
-    EntryAppendedEvent,
+    BudgetReachedEvent,
     QueueUpdateEvent,
     SessionAgentEndEvent,
     SessionInfoChangedEvent,
@@ -47,7 +50,7 @@ from .events import (
 )
 from .extensions.runner import ExtensionRunner
 from .retry import AutoRetry
-from .session_extensions import SessionExtensions, custom_message
+from .session_extensions import SessionExtensions, SessionParts
 from .settings import AgentSessionSettings
 from .tree import FORK_BUSY, NAVIGATE_BUSY, ForkResult, NavigateResult, fork, navigate_tree
 
@@ -93,7 +96,16 @@ class AgentSession:
         self._default_thinking_level = self.settings.default_thinking_level
         """The level a switch to a reasoning model starts from (Pi's saved default)."""
         self._retry = AutoRetry(agent, lambda: self.settings.retry, self._emit)
-        self._ext = SessionExtensions(self, extensions) if extensions is not None else None
+        self._budgets = SessionBudgets(lambda reason: self._emit(BudgetReachedEvent(reason)), agent.abort)
+        self._ext = SessionExtensions(
+            self,
+            extensions if extensions is not None else ExtensionRunner(),
+            SessionParts(
+                self._emit,
+                self._recorder.record_message,
+                lambda messages: self._run_agent(messages, self._budgets.start(None, None)),
+            ),
+        )
         self._compactor = Compactor(
             agent,
             session_manager,
@@ -101,7 +113,7 @@ class AgentSession:
             self._emit,
             self._summary_timeout_ms,
             lambda: self.settings.retry,
-            self._ext.before_compact if self._ext is not None else None,
+            self._ext.before_compact,
         )
         self._unsubscribe_agent = agent.subscribe(self._handle_agent_event)
 
@@ -153,12 +165,9 @@ class AgentSession:
         return None if model.provider == "unknown" else model
 
     @property
-    def extensions(self) -> ExtensionRunner | None:
-        return self._ext.runner if self._ext is not None else None
-
-    @property
-    def system_prompt(self) -> str:
-        return self.agent.state.system_prompt
+    def extensions(self) -> ExtensionRunner:
+        """The session's extensions (an empty ``ExtensionRunner`` unless one was given)."""
+        return self._ext.runner
 
     @property
     def thinking_level(self) -> str:
@@ -206,6 +215,27 @@ class AgentSession:
     def pending_message_count(self) -> int:
         return len(self._steering) + len(self._follow_ups)
 
+    @property
+    def budget(self) -> Budget | None:
+        """The conversation's budget: what every run of this session may spend together
+        (``None``: no limit). A run's own goes to ``prompt(..., budget=...)``."""
+        return self._budgets.budget
+
+    @budget.setter
+    def budget(self, budget: Budget | None) -> None:
+        self._budgets.budget = budget
+
+    @property
+    def spent(self) -> Spend:
+        """What this session's answers have used and cost so far (a copy)."""
+        return self._budgets.spent.copy()
+
+    @property
+    def budget_reason(self) -> str | None:
+        """Why the current or last run stopped at a budget (``"stopped: the run reached its
+        budget of $0.50 ($0.52 spent)"``), or ``None``."""
+        return self._budgets.reason
+
     def get_steering_messages(self) -> list[str]:
         return list(self._steering)
 
@@ -246,20 +276,17 @@ class AgentSession:
 
     def _handle_agent_event(self, event: AgentEvent, signal: AbortSignal | None = None) -> Any:
         """Extensions first (awaited by the agent, as Pi awaits them), then the listeners."""
-        if self._ext is not None and self._ext.wants(event.type):
-            return self._after_extensions(event)
+        if self._ext.wants(event.type):
+            return self._ext.agent_event(event, self._handle_event)
         self._handle_event(event)
         return None
-
-    async def _after_extensions(self, event: AgentEvent) -> None:
-        assert self._ext is not None
-        await self._ext.agent_event(event)
-        self._handle_event(event)
 
     def _handle_event(self, event: AgentEvent) -> None:
         kind = event.type
         if kind == "message_update":  # per token: straight to whoever asked for it
             self._emit(event)
+            if self._budgets.meter is not None:  # the usage reported so far counts at once
+                self._budgets.streamed(event.message.usage)  # type: ignore[union-attr]
             return
         if kind == "message_start" and event.message.role == "user":  # type: ignore[union-attr]
             self._compactor.overflow_recovery_attempted = False
@@ -271,12 +298,15 @@ class AgentSession:
         self._emit(event)
         if kind == "message_end":
             self._message_ended(event.message)  # type: ignore[union-attr]
+        elif kind == "message_start" and event.message.role == "assistant":  # type: ignore[union-attr]
+            self._budgets.streamed(event.message.usage)  # type: ignore[union-attr]
 
     def _message_ended(self, message: Any) -> None:
         self._recorder.record_message(message)
         if getattr(message, "role", None) != "assistant":
             return
         self._last_assistant = message
+        self._budgets.ended(message)
         if message.stop_reason != "error":
             self._compactor.overflow_recovery_attempted = False
             attempt = self._retry.succeeded()
@@ -304,19 +334,23 @@ class AgentSession:
         images: Sequence[ImageContent] | None = None,
         streaming_behavior: StreamingBehavior | None = None,
         run: AgentRunOptions | None = None,
+        budget: Budget | None = None,
     ) -> None:
         """Send a prompt and run until the session settles (retries and compactions included).
 
         While the agent streams, ``streaming_behavior`` queues it ("steer": after the current
         turn's tools; "follow_up": when the agent would stop); without it, Pi's error. ``text``
         may be a ready ``UserMessage`` (several text blocks, images). ``run``: settings for this
-        run only, its retried and continued calls included. With extensions, ``/name args``
-        runs their command ``name`` instead, and their ``input`` handlers see the text first."""
-        if self._ext is not None:
-            prepared = await self._ext.prepare(text, list(images or ()), streaming_behavior)
-            if prepared is None:
-                return
-            text = prepared
+        run only, its retried and continued calls included. ``budget``: what this run may spend
+        (with the conversation's ``budget``); reaching it stops the run as ``abort`` does and
+        sets ``budget_reason``. A dollar budget on a model without prices is a ``ValueError``,
+        a conversation whose budget is spent a ``RuntimeError``. With extensions, ``/name
+        args`` runs their command ``name`` instead, and their ``input`` handlers see the text
+        first."""
+        prepared = await self._ext.prepare(text, list(images or ()), streaming_behavior)
+        if prepared is None:
+            return
+        text = prepared
         if self.is_streaming:
             if streaming_behavior is None:
                 raise RuntimeError(PROMPT_BUSY)
@@ -326,6 +360,7 @@ class AgentSession:
             return
         if self.model is None:
             raise RuntimeError(NO_MODEL)
+        self._budgets.check(budget, self.agent.state.model)
         last = self._last_assistant_in_state()
         if last is not None:  # an aborted answer counts here: the new prompt is the "retry"
             self._run = run  # its summary request gets this prompt's timeout
@@ -334,8 +369,8 @@ class AgentSession:
             finally:
                 self._run = None
         message = text if isinstance(text, UserMessage) else _user_message(text, images)
-        messages = [message] if self._ext is None else await self._ext.before_agent_start(message)
-        await self._run_agent(messages, run)
+        messages = await self._ext.before_agent_start(message)
+        await self._run_agent(messages, self._budgets.start(budget, run))
 
     async def steer(self, text: str, images: Sequence[ImageContent] | None = None) -> None:
         """Queue a message for after the current turn's tool calls (before the next model call)."""
@@ -375,8 +410,7 @@ class AgentSession:
         return steering, follow_ups
 
     async def _run_agent(self, messages: Any, run: AgentRunOptions | None) -> None:
-        if self._ext is not None:
-            run = self._ext.run_options(run)
+        run = self._ext.run_options(run)
         self._run_active = True
         self._run = run
         self._idle_event().clear()
@@ -387,6 +421,7 @@ class AgentSession:
         finally:
             self._run = None
             self._run_active = False
+            self._budgets.finish()
             self._emit(AgentSettledEvent())
             self._idle_event().set()
 
@@ -394,7 +429,7 @@ class AgentSession:
         """Pi's post-run handling: retry, else end the retry episode, else compaction; True
         when the agent is to continue."""
         message, self._last_assistant = self._last_assistant, None
-        if message is None:
+        if message is None or self._budgets.stopped:  # a spent budget: nothing continues the run
             return False
         if await self._retry.prepare(message, self.agent.state.model):
             return True
@@ -455,7 +490,7 @@ class AgentSession:
         self.agent.state.model = model
         self.session_manager.append_model_change(model.provider, model.id)
         self.set_thinking_level(level)
-        if self._ext is not None and not models_are_equal(previous, model):
+        if not models_are_equal(previous, model):
             self._ext.model_selected(model, previous)
 
     def available_thinking_levels(self) -> list[str]:
@@ -546,38 +581,13 @@ class AgentSession:
     async def send_custom_message(
         self, message: Any, *, deliver_as: str | None = None, trigger_turn: bool = False
     ) -> None:
-        """Pi's ``sendCustomMessage``: with the next prompt (``"next_turn"``), queued while a
-        run goes on, a new run (``trigger_turn``), else into the conversation at once."""
-        custom = custom_message(message)
-        if deliver_as == "next_turn" and self._ext is not None:
-            self._ext.next_turn.append(custom)
-        elif self.is_streaming:
-            (self.agent.follow_up if deliver_as == "follow_up" else self.agent.steer)(custom)
-        elif trigger_turn:
-            await self._run_agent([custom], None)
-        else:
-            self.agent.state.messages.append(custom)
-            self._recorder.record_message(custom)
-            self._emit(MessageStartEvent(message=custom))
-            self._emit(MessageEndEvent(message=custom))
-
-    async def send_user_message(self, text: str, *, deliver_as: str | None = None) -> None:
-        """Pi's ``sendUserMessage``: a prompt, queued as ``deliver_as`` while a run goes on."""
-        behavior: StreamingBehavior = "follow_up" if deliver_as == "follow_up" else "steer"
-        await self.prompt(text, streaming_behavior=behavior if self.is_streaming else None)
-
-    def append_entry(self, custom_type: str, data: Any = None) -> str:
-        """A ``custom`` entry in the session file (the model never sees it); ``entry_appended``."""
-        entry_id = self.session_manager.append_custom_entry(custom_type, data)
-        entry = self.session_manager.get_entry(entry_id)
-        if entry is not None:
-            self._emit(EntryAppendedEvent(entry))
-        return entry_id
+        """Pi's ``sendCustomMessage``: with the next prompt (``deliver_as="next_turn"``), queued
+        while a run goes on, a new run (``trigger_turn``), else into the conversation at once."""
+        await self._ext.send_custom_message(message, deliver_as=deliver_as, trigger_turn=trigger_turn)
 
     async def shutdown(self, reason: str = "quit") -> None:
         """Tell the extensions the session ends (``session_shutdown``), then stop listening."""
-        if self._ext is not None:
-            await self._ext.shutdown(reason)
+        await self._ext.shutdown(reason)
         self.dispose()
 
     def dispose(self) -> None:

@@ -14,7 +14,8 @@ Pi's ``AgentSession`` does it:
 
 from __future__ import annotations
 
-from dataclasses import replace
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
 from ..agent import Agent, AgentRunOptions
@@ -24,12 +25,14 @@ from ..agent.types import (
     AfterToolCallResult,
     BeforeToolCallContext,
     BeforeToolCallResult,
+    MessageEndEvent,
+    MessageStartEvent,
 )
 from ..ai.abort import AbortSignal
 from ..ai.models import models_are_equal
 from ..ai.types import ImageContent, Model, TextContent, UserMessage, content_text, now_ms
 from ..session.entries import CustomMessage
-from .extensions.api import SessionActions
+from .events import EntryAppendedEvent
 from .extensions.events import (
     AgentEndEvent,
     InputEvent,
@@ -42,14 +45,32 @@ from .extensions.events import (
 )
 from .extensions.runner import ExtensionRunner
 
-__all__ = ["SessionExtensions", "custom_message"]
+__all__ = ["SessionExtensions", "SessionParts", "custom_message"]
 
 
-class _Session(SessionActions, Protocol):
-    """The ``AgentSession`` as this module uses it."""
+class _Session(Protocol):
+    """The ``AgentSession`` as this module uses it (its public API)."""
+
+    cwd: str
 
     @property
     def agent(self) -> Agent: ...
+
+    @property
+    def model(self) -> Model | None: ...
+
+    @property
+    def is_streaming(self) -> bool: ...
+
+    @property
+    def pending_message_count(self) -> int: ...
+
+    @property
+    def session_manager(self) -> Any: ...
+
+    def interrupt(self) -> None: ...
+
+    async def prompt(self, text: str, *, streaming_behavior: Any = None) -> None: ...
 
 
 def custom_message(message: Any) -> CustomMessage:
@@ -78,12 +99,25 @@ def _replace_in_place(target: Any, replacement: Any) -> None:
             setattr(target, name, getattr(replacement, name))
 
 
-class SessionExtensions:
-    """The extension half of one ``AgentSession``. The constructor only stores."""
+@dataclass(frozen=True)
+class SessionParts:
+    """What of its session this module may use beyond the public API: its event stream, its
+    recorder and its way to run the agent (with the session's budgets)."""
 
-    def __init__(self, session: _Session, runner: ExtensionRunner) -> None:
+    emit: Callable[[Any], None]
+    record: Callable[[Any], Any]
+    run: Callable[[list[Any]], Awaitable[None]]
+
+
+class SessionExtensions:
+    """The extension half of one ``AgentSession``, and what ``pi.*`` acts on (it implements
+    ``SessionActions`` for its session). The constructor only stores."""
+
+    def __init__(self, session: _Session, runner: ExtensionRunner, parts: SessionParts) -> None:
         self.session = session
         self.runner = runner
+        self.parts = parts
+        runner.attach(session, self)
         self.next_turn: list[CustomMessage] = []
         self._own_system_prompt: str | None = None
         """The session's system prompt while an extension's replaces it for a run."""
@@ -91,6 +125,41 @@ class SessionExtensions:
         self._model_seen: Model | None = None
         """The model of the last prompt: a model changed without ``set_model`` (the notebook's
         ``--model``) is told as ``model_select`` before the next prompt."""
+
+    # --- SessionActions: what extensions see of the session ------------------------------------
+
+    @property
+    def cwd(self) -> str:
+        return self.session.cwd
+
+    @property
+    def model(self) -> Model | None:
+        return self.session.model
+
+    @property
+    def is_idle(self) -> bool:
+        return not self.session.is_streaming
+
+    @property
+    def pending_message_count(self) -> int:
+        return self.session.pending_message_count
+
+    @property
+    def system_prompt(self) -> str:
+        return self.session.agent.state.system_prompt
+
+    @property
+    def session_manager(self) -> Any:
+        return self.session.session_manager
+
+    def interrupt(self) -> None:
+        self.session.interrupt()
+
+    async def send_user_message(self, text: str, *, deliver_as: str | None = None) -> None:
+        """Pi's ``sendUserMessage``: a prompt, queued as ``deliver_as`` while a run goes on."""
+        streaming = self.session.is_streaming
+        behavior = ("follow_up" if deliver_as == "follow_up" else "steer") if streaming else None
+        await self.session.prompt(text, streaming_behavior=behavior)
 
     # --- a prompt -------------------------------------------------------------------------------
 
@@ -166,7 +235,7 @@ class SessionExtensions:
 
         return replace(
             run,
-            tools=tools,
+            tools=tools if registered else run.tools,
             before_tool_call=before_tool_call,
             after_tool_call=self._after_tool_call,
             transform_context=self._context,
@@ -194,8 +263,8 @@ class SessionExtensions:
     def wants(self, event_type: str) -> bool:
         return self.runner.has_handlers(event_type)
 
-    async def agent_event(self, event: Any) -> None:
-        """An agent event, told to the extensions before the session's listeners."""
+    async def agent_event(self, event: Any, then: Callable[[Any], None]) -> None:
+        """An agent event, told to the extensions, then to ``then`` (the session's listeners)."""
         kind = event.type
         if kind == "message_end":
             replacement = await self.runner.emit_message_end(event.message)
@@ -205,6 +274,7 @@ class SessionExtensions:
             await self.runner.emit(AgentEndEvent(list(event.messages)))
         else:
             await self.runner.emit(event)
+        then(event)
 
     # --- the rest -------------------------------------------------------------------------------
 
@@ -219,6 +289,33 @@ class SessionExtensions:
         if not self.runner.has_handlers("session_before_compact"):
             return None
         return await self.runner.emit(event)
+
+    async def send_custom_message(
+        self, message: Any, *, deliver_as: str | None = None, trigger_turn: bool = False
+    ) -> None:
+        """Pi's ``sendCustomMessage``: with the next prompt (``"next_turn"``), queued while a
+        run goes on, a new run (``trigger_turn``), else into the conversation at once."""
+        custom = custom_message(message)
+        agent = self.session.agent
+        if deliver_as == "next_turn":
+            self.next_turn.append(custom)
+        elif self.session.is_streaming:
+            (agent.follow_up if deliver_as == "follow_up" else agent.steer)(custom)
+        elif trigger_turn:
+            await self.parts.run([custom])
+        else:
+            agent.state.messages.append(custom)
+            self.parts.record(custom)
+            self.parts.emit(MessageStartEvent(message=custom))
+            self.parts.emit(MessageEndEvent(message=custom))
+
+    def append_entry(self, custom_type: str, data: Any = None) -> str:
+        manager = self.session.session_manager
+        entry_id: str = manager.append_custom_entry(custom_type, data)
+        entry = manager.get_entry(entry_id)
+        if entry is not None:
+            self.parts.emit(EntryAppendedEvent(entry))
+        return entry_id
 
     async def shutdown(self, reason: str = "quit") -> None:
         if self.runner.has_handlers("session_shutdown"):

@@ -5,7 +5,7 @@ return, throw, change the event or look at it) run through Pi 0.83.0's own ``Ext
 ``before_agent_start``, ``message_end`` and ``session_before_compact``. Compared: the result,
 the errors reported (extension, event, message), and what each handler saw.
 
-One difference is by design (docs/design.md, row 35): a ``tool_call`` handler that throws makes
+One difference is by design (docs/design.md, row 36): a ``tool_call`` handler that throws makes
 Pi's ``emitToolCall`` throw (the loop turns that into the tool's error), while pi_notebook's
 returns a block with the error's line as the reason and reports the error; both end the call
 with the handler's message, which is what is compared for it.

@@ -31,6 +31,7 @@ from ..view.reduce import content_to_text
 from .mcp import mcp_command
 from .sessions import HELP as SESSIONS_HELP
 from .sessions import SESSION_SUBCOMMANDS, session_line, turn_offset
+from .usage import usage_command
 
 HELP = """\
 %%pi [options]            ask the agent; the cell body is the prompt
@@ -47,6 +48,8 @@ HELP = """\
   --temperature T         sampling temperature (0 to 2), e.g. 0 for reproducible answers
   --seed N                sampling seed (OpenAI-compatible chat completions only)
   --timeout S             seconds a model request may go without an answer (default 300; 0: none)
+  --max-cost USD          stop the run once it has spent USD dollars (the model needs prices)
+  --max-total-tokens N    stop the run once its requests used N tokens, input + output
   --[no-]raise-on-error   raise after a run that ended in an error (default: headless runs)
   --resume                continue this notebook's latest recorded conversation first
   --replay                show the recorded answer of this prompt; no model is called
@@ -57,6 +60,7 @@ HELP = """\
                           the default model in Pi's settings.json (here and in the Pi CLI)
   thinking [LEVEL]        show or set the thinking level
   status                  conversation, model, message count, usage, controls, approvals
+  usage                   tokens and cost per run, per conversation and per session file
   history [N]             the last N messages (default 20)
   reset                   clear the conversation
   tools [SPEC]            show or set the default --tools
@@ -338,6 +342,7 @@ SUBCOMMANDS = {
     "reset": _reset_cmd,
     "tools": _tools_cmd,
     "steer": _steer_cmd,
+    "usage": usage_command,
     "mcp": _mcp_cmd,
     "extension": _extension_cmd,
     "help": _help_cmd,

@@ -5,6 +5,8 @@ conversation's ``AgentSession`` (``pi_notebook.runtime``), which records the ses
 retries transient failures and compacts as Pi does. What the cell adds reaches the agent as
 ``AgentRunOptions`` for this run only: the notebook and MCP tools, the approval gate, the turn
 limit and the loop guard (``loop_guard.py``), ``--temperature`` / ``--timeout`` / ``--seed``.
+The budgets (``--max-cost``, ``--max-total-tokens``, the conversation's) are the session's to
+keep: it stops the run when one is reached and says why (``budget_reached``).
 The user's ``Agent`` is never patched, so a hook the user sets during a run is still there
 after it.
 
@@ -62,7 +64,7 @@ __all__ = ["PiRun", "prepare_run", "run_pi", "run_pi_sync"]
 
 _display: Callable[..., Any] = _untyped_display
 
-RUN_EVENTS = frozenset({"agent_start", "message_end", "compaction_end", "auto_retry_end"})
+RUN_EVENTS = frozenset({"agent_start", "message_end", "compaction_end", "auto_retry_end", "budget_reached"})
 """The session events the run's bookkeeping needs (the view hears them all)."""
 
 
@@ -85,6 +87,8 @@ class PiRun:
         self.interrupted = False
         self.stopped_by_user = False
         self.stopped_at_max_turns = False
+        self.budget_reason: str | None = None
+        """The one line of a budget that stopped the run."""
         self.loop_guard = LoopGuard(plan.options.loop_guard)
         self.retry_cancelled = False
         self.compacted = False
@@ -161,6 +165,7 @@ class PiRun:
             options, tools=every, before_tool_call=gate, should_stop_after_turn=self._after_turn
         )
         self.session.settings = self.plan.settings
+        self.session.budget = self.plan.conversation_budget
         unsubscribe = (
             self.session.subscribe(self.view.handle),
             self.session.subscribe(self._on_event, RUN_EVENTS),
@@ -173,7 +178,7 @@ class PiRun:
                 return
             await probe_local_server(self.agent)
             with extensions.using_ui(self._extension_ui()):
-                await self.session.prompt(self.plan.message, run=run)
+                await self.session.prompt(self.plan.message, run=run, budget=self.plan.budget)
         except asyncio.CancelledError:
             self.interrupted = True
         finally:
@@ -224,6 +229,8 @@ class PiRun:
             self.compacted = self.compacted or (event.result is not None and event.reason != "manual")
         elif kind == "auto_retry_end" and event.final_error == "Retry cancelled":
             self.retry_cancelled = True
+        elif kind == "budget_reached":
+            self.budget_reason = event.reason
 
     def _after_turn(self, ctx: TurnContext) -> bool:
         """The run's limits, each told of every turn: the loop guard and ``--max-turns``."""
@@ -280,7 +287,7 @@ class PiRun:
         """Freeze the output and set ``_pi`` (main thread, after the run)."""
         self._cell_done()
         view = self.view
-        if self.aborted and view.state.stop_reason != "aborted":
+        if self.aborted and view.state.stop_reason != "aborted" and self.budget_reason is None:
             view.add_notice(f"Aborted: {ABORT_MESSAGE}", "stop")  # stopped between turns
         if self.stopped_by_user:
             view.add_notice("Stopped with the Stop button.", "stop")  # in place of "Stopping…"
@@ -318,6 +325,7 @@ class PiRun:
             aborted=self.aborted,
             conversation=self.plan.name,
             model=f"{model.provider}:{model.id}",
+            budget_reason=self.budget_reason,
         )
 
     def check_failure(self, result: PiResult) -> None:

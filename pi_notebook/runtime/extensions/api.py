@@ -40,9 +40,11 @@ DeliverAs = Literal["steer", "follow_up", "next_turn"]
 
 
 class SessionActions(Protocol):
-    """What the bound session does for ``pi.*`` (``AgentSession`` implements it)."""
+    """What the bound session does for ``pi.*`` (an ``AgentSession``'s extension half,
+    ``runtime.session_extensions.SessionExtensions``, implements it)."""
 
-    cwd: str
+    @property
+    def cwd(self) -> str: ...
 
     @property
     def model(self) -> Model | None: ...

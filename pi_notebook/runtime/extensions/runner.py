@@ -76,6 +76,7 @@ class ExtensionRunner:
         self.session: SessionActions | None = None
         self.context = ExtensionContext(self)
         self._started: weakref.WeakKeyDictionary[Any, set[int]] = weakref.WeakKeyDictionary()
+        self._actions: weakref.WeakKeyDictionary[Any, weakref.ref[Any]] = weakref.WeakKeyDictionary()
         self._tasks: set[asyncio.Task[Any]] = set()
 
     # --- the host -------------------------------------------------------------------------------
@@ -97,9 +98,16 @@ class ExtensionRunner:
         finally:
             self._ui = previous
 
-    def bind(self, session: SessionActions) -> None:
-        """``pi.send_message`` and friends act on ``session`` from now on."""
-        self.session = session
+    def attach(self, session: Any, actions: SessionActions) -> None:
+        """``actions`` are what ``pi.*`` does to ``session`` (an ``AgentSession``)."""
+        self._actions[session] = weakref.ref(actions)  # a strong value would keep the key alive
+
+    def bind(self, session: Any) -> None:
+        """``pi.send_message`` and friends act on ``session`` from now on (an attached
+        ``AgentSession``, or ``SessionActions`` themselves)."""
+        found = self._actions.get(session)
+        actions = found() if found is not None else None
+        self.session = actions if actions is not None else session
 
     def on_error(self, listener: ErrorListener) -> Callable[[], None]:
         self._error_listeners.append(listener)
