@@ -480,3 +480,19 @@ async def test_a_literal_api_key_is_refused() -> None:
     assert runner.extensions == []
     assert "api_key must name an environment variable" in runner.errors[0].line()
     assert "sk-123" not in runner.errors[0].line()
+
+
+async def test_a_handler_added_after_setup_is_heard(faux: FauxRegistration, tmp_path: Path) -> None:
+    heard: list[str] = []
+
+    def setup(pi: ExtensionAPI) -> None:
+        pi.register_command("watch", lambda args, ctx: pi.on("agent_end", lambda e: heard.append(args)))
+
+    runner = await loaded(setup)
+    assert not runner.has_handlers("agent_end")
+    faux.set_responses([faux_assistant_message([faux_text("ok")])])
+    session = make(faux, tmp_path, runner)
+    await session.prompt("/watch runs")
+    assert runner.has_handlers("agent_end")
+    await session.prompt("hi")
+    assert heard == ["runs"]

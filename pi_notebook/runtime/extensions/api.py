@@ -85,6 +85,8 @@ class Host(Protocol):
 
     def act(self, extension: Extension, label: str, action: Callable[[SessionActions], Any]) -> None: ...
 
+    def changed(self) -> None: ...
+
 
 @dataclass
 class RegisteredCommand:
@@ -206,6 +208,7 @@ class ExtensionAPI:
         if not callable(handler):
             raise TypeError(f"pi.on({event!r}, ...): the handler must be callable")
         self._extension.handlers.setdefault(event, []).append((handler, _takes_context(handler)))
+        self._runner.changed()  # a handler added after setup (from a handler or a command) counts
 
     def register_tool(self, tool: AgentTool) -> None:
         """Give every run this tool (an ``AgentTool``, e.g. from ``@tool``); it replaces a

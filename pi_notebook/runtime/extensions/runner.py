@@ -78,6 +78,8 @@ class ExtensionRunner:
         self._started: weakref.WeakKeyDictionary[Any, set[int]] = weakref.WeakKeyDictionary()
         self._actions: weakref.WeakKeyDictionary[Any, weakref.ref[Any]] = weakref.WeakKeyDictionary()
         self._tasks: set[asyncio.Task[Any]] = set()
+        self._handled: frozenset[str] = frozenset()
+        """The events some handler listens to: the session asks per streamed token."""
 
     # --- the host -------------------------------------------------------------------------------
 
@@ -135,6 +137,7 @@ class ExtensionRunner:
             self.report(name, "setup", exc)
             return None
         self.extensions = [e for e in self.extensions if e.name != name] + [extension]
+        self.changed()
         return extension
 
     def unload(self, name: str) -> bool:
@@ -145,6 +148,7 @@ class ExtensionRunner:
         for provider in list(extension.providers):
             unregister_provider(provider, source=f"extension:{name}")
         self.extensions = [e for e in self.extensions if e is not extension]
+        self.changed()
         return True
 
     def clear(self) -> None:
@@ -159,7 +163,12 @@ class ExtensionRunner:
     # --- what extensions registered -------------------------------------------------------------
 
     def has_handlers(self, event_type: str) -> bool:
-        return any(e.handlers.get(event_type) for e in self.extensions)
+        return event_type in self._handled
+
+    def changed(self) -> None:
+        """An extension was loaded or unloaded, or a handler added: recount the events."""
+        kinds = (kind for e in self.extensions for kind, found in e.handlers.items() if found)
+        self._handled = frozenset(kinds)
 
     def tools(self) -> list[Any]:
         """Every registered tool; the first registration of a name wins."""
