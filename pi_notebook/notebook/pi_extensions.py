@@ -65,6 +65,11 @@ class NotebookExtensions:
         await self.discover()
         return await load_extension(self.runner, spec, cwd=self.folder())
 
+    def rediscover(self) -> None:
+        """Look again at the next use (trust was just given): what is loaded stays loaded,
+        what is new (a newly trusted project's files) loads then."""
+        self._discovered = None
+
     def reset(self) -> None:
         """Unload everything; the next use discovers again."""
         self.runner.clear()

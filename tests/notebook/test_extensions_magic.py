@@ -184,10 +184,17 @@ def test_the_projects_extensions_wait_for_trust(
         ]
         result, _ = run(ip, "%pi local")
         assert "unknown %pi subcommand 'local'" in str(result.error_in_exec)
+        (tmp_path / "mine.py").write_text("def setup(pi):\n    pi.on('input', lambda e: None)\n")
+        run(ip, "%pi extension load mine.py")
         host.project_trusted = lambda path: path == tmp_path.resolve()  # what the trust store decides
-        host.reset()
+        host.rediscover()
         _, captured = run(ip, "%pi local")
         assert captured.stdout == "ran\n"
+        _, captured = run(ip, "%pi extension list")
+        assert [line.split(" (")[0] for line in captured.stdout.splitlines()] == [
+            str(tmp_path / "mine.py"),  # loaded before the trust: still there
+            str(folder / "local.py"),
+        ]
     finally:
         host.project_trusted = untrusted
         host.reset()
