@@ -1,7 +1,8 @@
 """The public API, pinned: the exact ``__all__`` of ``pi_notebook``, ``pi_notebook.ai``,
-``pi_notebook.agent`` and ``pi_notebook.notebook`` (a change to the public names must change
-this file too), every exported name importable, and every module-level ``__all__`` in the two
-core packages complete.
+``pi_notebook.agent``, ``pi_notebook.notebook``, ``pi_notebook.runtime`` and
+``pi_notebook.runtime.extensions`` (a change to the public names must change this file too),
+every exported name importable, and every module-level ``__all__`` in the two core packages
+complete.
 """
 
 from __future__ import annotations
@@ -199,12 +200,45 @@ RUNTIME = [
     "ThinkingLevelChangedEvent",
 ]
 
+EXTENSIONS = [
+    "AgentEndEvent",
+    "BeforeAgentStartEvent",
+    "BeforeAgentStartResult",
+    "ContextEvent",
+    "ContextResult",
+    "Extension",
+    "ExtensionAPI",
+    "ExtensionContext",
+    "ExtensionError",
+    "ExtensionRunner",
+    "ExtensionUI",
+    "InputEvent",
+    "InputResult",
+    "MessageEndEvent",
+    "MessageEndResult",
+    "ModelSelectEvent",
+    "NoUI",
+    "ProviderConfig",
+    "RegisteredCommand",
+    "SessionBeforeCompactEvent",
+    "SessionBeforeCompactResult",
+    "SessionShutdownEvent",
+    "SessionStartEvent",
+    "ToolCallEvent",
+    "ToolCallResult",
+    "ToolResultEvent",
+    "ToolResultResult",
+    "discover_extensions",
+    "load_extension",
+]
+
 PINNED = {
     "pi_notebook": TOP_LEVEL,
     "pi_notebook.ai": AI,
     "pi_notebook.agent": AGENT,
     "pi_notebook.notebook": NOTEBOOK,
     "pi_notebook.runtime": RUNTIME,
+    "pi_notebook.runtime.extensions": EXTENSIONS,
 }
 
 

@@ -10,6 +10,8 @@ settings add to them:
 * ``system_prompt``: the run's system prompt, in place of ``state.system_prompt`` (a session
   that adds the project's instructions and skills to the prompt the user set).
 * ``before_tool_call``: asked after the agent's own hook, unless that one blocked the call.
+* ``after_tool_call``: asked after the agent's own hook, with the result that one left.
+* ``transform_context``: applied after the agent's own, to the messages that one returned.
 * ``should_stop_after_turn``: asked first; the agent's own hook is asked when it says go on.
 * ``on_payload``: applied after the agent's own, to the payload that one returned.
 * ``temperature``, ``timeout_ms``, ``max_tokens``: the stream options of every request of the run.
@@ -18,7 +20,7 @@ settings add to them:
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from ..ai.abort import AbortSignal
@@ -26,11 +28,16 @@ from ..ai.options import OnPayload
 from ..ai.types import Model
 from .tools import coerce_result, resolve
 from .types import (
+    AfterToolCallContext,
+    AfterToolCallHook,
+    AfterToolCallResult,
     AgentLoopConfig,
+    AgentMessage,
     AgentTool,
     BeforeToolCallContext,
     BeforeToolCallHook,
     BeforeToolCallResult,
+    TransformContext,
     TurnContext,
 )
 
@@ -44,6 +51,8 @@ class AgentRunOptions:
     tools: Sequence[AgentTool] | None = None
     system_prompt: str | None = None
     before_tool_call: BeforeToolCallHook | None = None
+    after_tool_call: AfterToolCallHook | None = None
+    transform_context: TransformContext | None = None
     should_stop_after_turn: Callable[[TurnContext], Any] | None = None
     on_payload: OnPayload | None = None
     temperature: float | None = None
@@ -58,6 +67,10 @@ class AgentRunOptions:
                 setattr(config, name, value)
         if self.before_tool_call is not None:
             config.before_tool_call = _then(config.before_tool_call, self.before_tool_call)
+        if self.after_tool_call is not None:
+            config.after_tool_call = _after(config.after_tool_call, self.after_tool_call)
+        if self.transform_context is not None:
+            config.transform_context = _transform(config.transform_context, self.transform_context)
         if self.should_stop_after_turn is not None:
             own = config.should_stop_after_turn
             config.should_stop_after_turn = _either(self.should_stop_after_turn, own)
@@ -78,6 +91,43 @@ def _then(own: BeforeToolCallHook | None, run: BeforeToolCallHook) -> BeforeTool
         return await resolve(run(ctx, signal))
 
     return before
+
+
+def _after(own: AfterToolCallHook | None, run: AfterToolCallHook) -> AfterToolCallHook:
+    """The agent's hook first; the run's sees the result with that one's changes, and what
+    each returns adds up (the run's fields win)."""
+    if own is None:
+        return run
+
+    async def after(ctx: AfterToolCallContext, signal: AbortSignal | None = None) -> Any:
+        first = coerce_result(await resolve(own(ctx, signal)), AfterToolCallResult)
+        seen = ctx
+        if first is not None:
+            fields = ("content", "details", "usage", "terminate")
+            changes = {k: getattr(first, k) for k in fields if getattr(first, k) is not None}
+            is_error = first.is_error if first.is_error is not None else ctx.is_error
+            seen = replace(ctx, result=replace(ctx.result, **changes), is_error=is_error)
+        second = coerce_result(await resolve(run(seen, signal)), AfterToolCallResult)
+        if first is None or second is None:
+            return second if second is not None else first
+        merged = {k: v for k, v in vars(second).items() if v is not None}
+        return replace(first, **merged)
+
+    return after
+
+
+def _transform(own: TransformContext | None, run: TransformContext) -> TransformContext:
+    """The agent's ``transform_context`` first; the run's gets the messages it returned."""
+    if own is None:
+        return run
+
+    async def transform(
+        messages: list[AgentMessage], signal: AbortSignal | None = None
+    ) -> list[AgentMessage]:
+        first = list(await resolve(own(messages, signal)))
+        return list(await resolve(run(first, signal)))
+
+    return transform
 
 
 def _either(

@@ -39,9 +39,22 @@ ENV_API_KEYS: dict[str, tuple[str, ...]] = {
 KEYLESS_PROVIDERS: frozenset[str] = frozenset({"ollama", "vllm", "llama.cpp", "lmstudio", "local"})
 
 
+_REGISTERED_KEY_NAMES: dict[str, tuple[str, ...]] = {}
+"""Variables named by a provider registered at run time (an extension's ``api_key="$VAR"``)."""
+
+
+def register_key_variables(provider: str, names: tuple[str, ...] | None) -> None:
+    """Read ``provider``'s key from ``names`` from now on (``None``: the usual names again)."""
+    if names:
+        _REGISTERED_KEY_NAMES[provider] = names
+    else:
+        _REGISTERED_KEY_NAMES.pop(provider, None)
+
+
 def env_var_names(provider: str) -> tuple[str, ...]:
-    """The variables consulted for ``provider``: known names, else ``<PROVIDER>_API_KEY``."""
-    known = ENV_API_KEYS.get(provider)
+    """The variables consulted for ``provider``: those a registration named, known names, else
+    ``<PROVIDER>_API_KEY``."""
+    known = _REGISTERED_KEY_NAMES.get(provider) or ENV_API_KEYS.get(provider)
     if known:
         return known
     return (provider.upper().replace("-", "_").replace(".", "_") + "_API_KEY",)

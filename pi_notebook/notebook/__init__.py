@@ -9,14 +9,17 @@ Top level, the extension and what every part reads:
   conversations, defaults, notebook tools, cell error log, approval setup, the kernel's MCP
   servers), ``observer`` (the hooks a conversation recorder plugs into), ``result``
   (``PiResult``), ``conversations`` (the functions behind ``pi_notebook.current()``),
-  ``faux_stand_in`` (the offline model when none is configured).
+  ``faux_stand_in`` (the offline model when none is configured), ``pi_extensions``
+  (``NotebookExtensions``: Pi's extensions in the kernel, loaded on first use).
 
 Sub-packages, by concern:
 
-* ``commands/``: the ``%pi`` subcommands (``conversation``, ``mcp``, ``sessions``).
+* ``commands/``: the ``%pi`` subcommands (``conversation``, ``mcp``, ``sessions``,
+  ``extensions``: ``%pi extension ...`` and the commands extensions register).
 * ``run/``: one cell's run: ``plan`` (the cell planned as a value), ``runner`` (the plan run
   through the conversation's ``AgentSession``), ``approval`` (the gate, ``ask_approval`` for
-  user hooks, the run mode), ``requests`` (the run's ``AgentRunOptions``), ``errors``.
+  user hooks, the run mode), ``extension_ui`` (``CellUI``: an extension's ``ctx.ui`` in the
+  cell, or the headless answers), ``requests`` (the run's ``AgentRunOptions``), ``errors``.
 * ``kernel/``: what depends on the ipykernel version: ``compat``, ``interrupts`` (SIGINT and
   the fallback's main-thread bridge).
 * ``view/``: ``reduce``, the pure reducer of agent and session events into a ``ViewState``
@@ -25,7 +28,7 @@ Sub-packages, by concern:
   ``ViewState``; ``live`` (+
   ``parts``): ``LiveView``, the live ipywidgets output with coalesced updates and Stop /
   Approve / Deny / steering controls; ``run_view``: the ``RunView`` protocol the runner draws
-  into, and ``StaticView``.
+  into, and ``StaticView``; ``dialogs``: the widgets of an extension's question.
 * ``tools/``: the notebook tools (``notebook_tools``) and what they read: ``cells``,
   ``cell_log``, ``outputs``, ``references`` (bounded, secret-safe summaries) and ``summaries/``
   (one module a data library).

@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     from ..mcp import McpManager
     from .defaults import Effective
     from .resources import NotebookResources
+    from .pi_extensions import NotebookExtensions
     from .result import PiResult
     from .run.approval import ApprovalSetup, RunMode
     from .sessions.sessions import NotebookSessions
@@ -67,6 +68,7 @@ class NotebookState:
         ``settings.json`` names one (``""``: it does not, or it resolved)."""
         self._settings_told: set[str] = set()
         self._resources: NotebookResources | None = None
+        self._extensions: NotebookExtensions | None = None
 
     @property
     def tools(self) -> NotebookTools:
@@ -91,6 +93,7 @@ class NotebookState:
                 self.conversation,
                 self._message_ended,
                 resources=lambda: self.resources.loader(),  # noqa: PLW0108 - made on first use
+                extensions=lambda: self.extensions,
             )
             self.observers.insert(0, self._sessions)
         return self._sessions
@@ -111,6 +114,17 @@ class NotebookState:
         from .defaults import effective
 
         return effective(self.config, self.resources.trusted_project())
+
+    @property
+    def extensions(self) -> NotebookExtensions:
+        """Pi's extensions in this kernel (``pi_extensions.py``), created on first use."""
+        if self._extensions is None:
+            from .pi_extensions import NotebookExtensions
+
+            self._extensions = NotebookExtensions(
+                lambda: self.resources.folder, project_trusted=lambda _: self.resources.current().trusted
+            )
+        return self._extensions
 
     # --- configuration ---------------------------------------------------------------------------
 

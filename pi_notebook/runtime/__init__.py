@@ -9,6 +9,8 @@ kernel alike.
   added up (an addition to Pi).
 * ``settings``: ``AgentSessionSettings`` (``RetrySettings``, the session layer's
   ``CompactionSettings``).
+* ``extensions/``: Pi's extension API in Python (``ExtensionRunner``, ``def setup(pi)``);
+  ``session_extensions``: where an ``AgentSession`` created with ``extensions=`` calls them.
 
 Imports ``ai``, ``agent``, ``session``; never IPython. Names load their module on first access.
 """

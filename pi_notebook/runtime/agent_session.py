@@ -21,6 +21,9 @@ is asked for what is current (it re-reads only changed files); the run's system 
 agent's own with Pi's ``<project_context>`` and ``<available_skills>`` blocks added, the run gets
 the read-only skill-file tool when skills are loaded, and a text prompt, steering or follow-up
 message starting with ``/skill:name`` or ``/template`` is expanded as Pi expands it.
+
+With ``extensions`` (an ``ExtensionRunner``) the session calls them where Pi's does
+(:mod:`.session_extensions`) and emits ``entry_appended`` for the entries they append.
 """
 
 from __future__ import annotations
@@ -35,8 +38,8 @@ from typing import Any, Literal
 from ..agent import Agent, AgentRunOptions, AgentTool
 from ..agent.types import AgentEvent, AgentMessage
 from ..ai.abort import AbortController, AbortSignal
-from ..ai.models import clamp_thinking_level, get_supported_thinking_levels
-from ..ai.types import ImageContent, Model, TextContent, UserMessage, content_text, now_ms
+from ..ai.models import clamp_thinking_level, get_supported_thinking_levels, models_are_equal
+from ..ai.types import ImageContent, Model, UserMessage, content_text
 from ..session import CompactionResult, CompactionSettings, SessionManager, SessionRecorder, convert_to_llm
 from .budget import Budget, SessionBudgets, Spend
 from .compaction import Compactor
@@ -45,22 +48,22 @@ from .events import (
     AgentSettledEvent,
     AutoRetryEndEvent,
     BudgetReachedEvent,
-    QueueUpdateEvent,
     SessionAgentEndEvent,
     SessionInfoChangedEvent,
     ThinkingLevelChangedEvent,
     summary_retry,
 )
+from .extensions.runner import ExtensionRunner
+from .queue import SessionQueue, StreamingBehavior, user_message
 from .resources.loader import ResourceLoader, Resources
-from .resources.run import run_with_resources
-from .resources.skill_tool import skill_read_tool
+from .resources.session import SessionResources
 from .retry import AutoRetry
+from .session_extensions import SessionExtensions, SessionParts
 from .settings import AgentSessionSettings
 from .tree import FORK_BUSY, NAVIGATE_BUSY, ForkResult, NavigateResult, fork, navigate_tree
 
 __all__ = ["NO_MODEL", "PROMPT_BUSY", "AgentSession", "StreamingBehavior"]
 
-StreamingBehavior = Literal["steer", "follow_up"]
 Listener = Callable[[AgentSessionEvent], None]
 
 PROMPT_BUSY = (
@@ -82,6 +85,7 @@ class AgentSession:
         settings: AgentSessionSettings | None = None,
         cwd: str | None = None,
         resources: ResourceLoader | None = None,
+        extensions: ExtensionRunner | None = None,
     ) -> None:
         self.agent = agent
         self.session_manager = session_manager
@@ -90,8 +94,7 @@ class AgentSession:
         self._recorder = SessionRecorder(session_manager)
         self._listeners: list[tuple[Listener, frozenset[str] | None]] = []
         self._by_type: dict[str, tuple[Listener, ...]] = {}
-        self._steering: list[str] = []
-        self._follow_ups: list[str] = []
+        self._queue = SessionQueue(agent, self._emit)
         self._run_active = False
         self._idle: asyncio.Event | None = None
         self._last_assistant: Any = None
@@ -101,6 +104,15 @@ class AgentSession:
         """The level a switch to a reasoning model starts from (Pi's saved default)."""
         self._retry = AutoRetry(agent, lambda: self.settings.retry, self._emit)
         self._budgets = SessionBudgets(lambda reason: self._emit(BudgetReachedEvent(reason)), agent.abort)
+        self._ext = SessionExtensions(
+            self,
+            extensions if extensions is not None else ExtensionRunner(),
+            SessionParts(
+                self._emit,
+                self._recorder.record_message,
+                lambda messages: self._run_agent(messages, self._budgets.start(None, None)),
+            ),
+        )
         self._compactor = Compactor(
             agent,
             session_manager,
@@ -108,10 +120,9 @@ class AgentSession:
             self._emit,
             self._summary_timeout_ms,
             lambda: self.settings.retry,
+            self._ext.before_compact,
         )
-        self.resource_loader = resources
-        """Where the context files, skills and templates come from (``None``: none are used)."""
-        self._skill_tool: AgentTool | None = None
+        self._resources = SessionResources(resources, self.cwd)
         self._unsubscribe_agent = agent.subscribe(self._handle_agent_event)
 
     def _summary_timeout_ms(self) -> int | None:
@@ -133,6 +144,7 @@ class AgentSession:
         settings: AgentSessionSettings | None = None,
         stream_fn: Any = None,
         resources: ResourceLoader | None = None,
+        extensions: ExtensionRunner | None = None,
     ) -> AgentSession:
         """A recorded, retrying, compacting agent for ``cwd`` (default: the working directory),
         its session file where Pi keeps them (``~/.pi/agent/sessions/--<cwd>--/``, or
@@ -144,7 +156,9 @@ class AgentSession:
         if model is not None:
             state["model"] = model
         agent = Agent(initial_state=state, convert_to_llm=convert_to_llm, stream_fn=stream_fn)
-        session = cls(agent, manager, settings=settings, cwd=folder, resources=resources)
+        session = cls(
+            agent, manager, settings=settings, cwd=folder, resources=resources, extensions=extensions
+        )
         agent.state.thinking_level = session._clamped(thinking_level)  # type: ignore[assignment]
         session.record_settings()
         return session
@@ -160,6 +174,11 @@ class AgentSession:
     def model(self) -> Model | None:
         model = self.agent.state.model
         return None if model.provider == "unknown" else model
+
+    @property
+    def extensions(self) -> ExtensionRunner:
+        """The session's extensions (an empty ``ExtensionRunner`` unless one was given)."""
+        return self._ext.runner
 
     @property
     def thinking_level(self) -> str:
@@ -205,7 +224,7 @@ class AgentSession:
 
     @property
     def pending_message_count(self) -> int:
-        return len(self._steering) + len(self._follow_ups)
+        return len(self._queue)
 
     @property
     def budget(self) -> Budget | None:
@@ -229,10 +248,10 @@ class AgentSession:
         return self._budgets.reason
 
     def get_steering_messages(self) -> list[str]:
-        return list(self._steering)
+        return list(self._queue.steering)
 
     def get_follow_up_messages(self) -> list[str]:
-        return list(self._follow_ups)
+        return list(self._queue.follow_ups)
 
     # --- events ------------------------------------------------------------------------------
 
@@ -266,7 +285,14 @@ class AgentSession:
         for listener in listeners:
             listener(event)
 
-    def _handle_agent_event(self, event: AgentEvent, signal: AbortSignal | None = None) -> None:
+    def _handle_agent_event(self, event: AgentEvent, signal: AbortSignal | None = None) -> Any:
+        """Extensions first (awaited by the agent, as Pi awaits them), then the listeners."""
+        if self._ext.wants(event.type):
+            return self._ext.agent_event(event, self._handle_event)
+        self._handle_event(event)
+        return None
+
+    def _handle_event(self, event: AgentEvent) -> None:
         kind = event.type
         if kind == "message_update":  # per token: straight to whoever asked for it
             self._emit(event)
@@ -275,7 +301,7 @@ class AgentSession:
             return
         if kind == "message_start" and event.message.role == "user":  # type: ignore[union-attr]
             self._compactor.overflow_recovery_attempted = False
-            self._dequeue(content_text(event.message.content, ""))  # type: ignore[union-attr]
+            self._queue.started(content_text(event.message.content, ""))  # type: ignore[union-attr]
         if kind == "agent_end":
             will_retry = self._retry.will_retry(event.messages, self.agent.state.model)  # type: ignore[union-attr]
             self._emit(SessionAgentEndEvent(event.messages, will_retry))  # type: ignore[union-attr]
@@ -298,18 +324,6 @@ class AgentSession:
             if attempt:
                 self._emit(AutoRetryEndEvent(True, attempt))
 
-    def _dequeue(self, text: str) -> None:
-        if not text:
-            return
-        for queue in (self._steering, self._follow_ups):
-            if text in queue:
-                queue.remove(text)
-                self._emit_queue_update()
-                return
-
-    def _emit_queue_update(self) -> None:
-        self._emit(QueueUpdateEvent(list(self._steering), list(self._follow_ups)))
-
     # --- prompting ---------------------------------------------------------------------------
 
     async def prompt(
@@ -329,14 +343,18 @@ class AgentSession:
         run only, its retried and continued calls included. ``budget``: what this run may spend
         (with the conversation's ``budget``); reaching it stops the run as ``abort`` does and
         sets ``budget_reason``. A dollar budget on a model without prices is a ``ValueError``,
-        a conversation whose budget is spent a ``RuntimeError``."""
-        if isinstance(text, str):
-            text = self.expand_input(text)
+        a conversation whose budget is spent a ``RuntimeError``. With extensions, ``/name
+        args`` runs their command ``name`` instead, and their ``input`` handlers see the text
+        first; then ``/skill:name`` and ``/template`` expand as Pi expands them."""
+        prepared = await self._ext.prepare(text, list(images or ()), streaming_behavior)
+        if prepared is None:
+            return
+        text = prepared if isinstance(prepared, UserMessage) else self.expand_input(prepared)
         if self.is_streaming:
             if streaming_behavior is None:
                 raise RuntimeError(PROMPT_BUSY)
             queued = text if isinstance(text, str) else content_text(text.content, "")
-            self._enqueue(queued, streaming_behavior, images)  # expanded above: not twice
+            self._queue.add(queued, streaming_behavior, images)  # expanded above: not twice
             return
         if self.model is None:
             raise RuntimeError(NO_MODEL)
@@ -348,8 +366,10 @@ class AgentSession:
                 await self._compactor.check(last, skip_aborted=False)
             finally:
                 self._run = None
-        message = text if isinstance(text, UserMessage) else _user_message(text, images)
-        await self._run_agent(message, self._budgets.start(budget, self._with_resources(run)))
+        message = text if isinstance(text, UserMessage) else user_message(text, images)
+        run = self._resources.run_options(run, self.agent.state)
+        messages, run = await self._ext.before_agent_start(message, run)
+        await self._run_agent(messages, self._budgets.start(budget, run))
 
     async def steer(self, text: str, images: Sequence[ImageContent] | None = None) -> None:
         """Queue a message for after the current turn's tool calls (before the next model call)."""
@@ -364,74 +384,39 @@ class AgentSession:
     ) -> None:
         """``steer`` / ``follow_up`` for callbacks that cannot await (a Send button); a
         ``/skill:`` or ``/template`` text is expanded first, as Pi expands queued messages."""
-        self._enqueue(self.expand_input(text), behavior, images)
-
-    def _enqueue(
-        self, text: str, behavior: StreamingBehavior, images: Sequence[ImageContent] | None
-    ) -> None:
-        if behavior == "follow_up":
-            self._queue(self._follow_ups, text, images, self.agent.follow_up)
-        else:
-            self._queue(self._steering, text, images, self.agent.steer)
-
-    def _queue(
-        self,
-        texts: list[str],
-        text: str,
-        images: Sequence[ImageContent] | None,
-        enqueue: Callable[[AgentMessage], None],
-    ) -> None:
-        texts.append(text)
-        self._emit_queue_update()
-        enqueue(_user_message(text, images))
+        self._queue.add(self.expand_input(text), behavior, images)
 
     def clear_queue(self) -> tuple[list[str], list[str]]:
         """Empty both queues; returns what was in them (steering, follow-up)."""
-        steering, follow_ups = list(self._steering), list(self._follow_ups)
-        self._steering.clear()
-        self._follow_ups.clear()
-        self.agent.clear_all_queues()
-        self._emit_queue_update()
-        return steering, follow_ups
+        return self._queue.clear()
 
     # --- resources -----------------------------------------------------------------------------
 
+    @property
+    def resource_loader(self) -> ResourceLoader | None:
+        """Where the context files, skills and templates come from (``None``: none are used)."""
+        return self._resources.loader
+
+    @resource_loader.setter
+    def resource_loader(self, loader: ResourceLoader | None) -> None:
+        self._resources.loader = loader
+
     def current_resources(self) -> Resources | None:
         """What the resource loader has now (re-read if a file changed), or ``None``."""
-        return self.resource_loader.current() if self.resource_loader is not None else None
+        return self._resources.current()
 
     def expand_input(self, text: str) -> str:
         """``text`` with ``/skill:name`` and ``/template`` expanded as Pi expands a prompt
         (unchanged without resources, or when no skill or template has that name)."""
-        resources = self.current_resources() if text.startswith("/") else None
-        return resources.expand(text) if resources is not None else text
+        return self._resources.expand(text)
 
-    def _with_resources(self, run: AgentRunOptions | None) -> AgentRunOptions | None:
-        """``run`` with the resources' system prompt, and the skill-file tool when skills are
-        loaded and no tool of the run is already called ``read``."""
-        resources = self.current_resources()
-        if resources is None:
-            return run
-        state = self.agent.state
-        return run_with_resources(resources, run, state.tools, state.system_prompt, self._skill_read_tool)
-
-    def _skill_read_tool(self) -> AgentTool:
-        if self._skill_tool is None:
-
-            def roots() -> tuple[str, ...]:  # the loader of now: a notebook may switch folders
-                loader = self.resource_loader
-                last = loader.last if loader is not None else None
-                return last.skill_dirs if last is not None else ()
-
-            self._skill_tool = skill_read_tool(roots, self.cwd)
-        return self._skill_tool
-
-    async def _run_agent(self, message: UserMessage, run: AgentRunOptions | None) -> None:
+    async def _run_agent(self, messages: Any, run: AgentRunOptions | None) -> None:
+        run = self._ext.run_options(run)
         self._run_active = True
         self._run = run
         self._idle_event().clear()
         try:
-            await self.agent.prompt(message, run=run)
+            await self.agent.prompt(messages, run=run)
             while await self._after_run():
                 await self.agent.continue_(run=run)
         finally:
@@ -500,11 +485,14 @@ class AgentSession:
     def set_model(self, model: Model) -> None:
         """Switch the model, record a ``model_change`` entry and clamp the thinking level to
         what the new model supports (a model without reasoning keeps "off")."""
-        supported_before = self.model is not None and bool(self.agent.state.model.reasoning)
+        previous = self.model
+        supported_before = previous is not None and bool(self.agent.state.model.reasoning)
         level = self.thinking_level if supported_before else self._default_thinking_level
         self.agent.state.model = model
         self.session_manager.append_model_change(model.provider, model.id)
         self.set_thinking_level(level)
+        if not models_are_equal(previous, model):
+            self._ext.model_selected(model, previous)
 
     def available_thinking_levels(self) -> list[str]:
         model = self.model
@@ -589,10 +577,20 @@ class AgentSession:
             raise RuntimeError(FORK_BUSY)
         return fork(self.agent, self.session_manager, entry_id, position)
 
+    # --- what extensions do ---------------------------------------------------------------------
+
+    async def send_custom_message(
+        self, message: Any, *, deliver_as: str | None = None, trigger_turn: bool = False
+    ) -> None:
+        """Pi's ``sendCustomMessage``: with the next prompt (``deliver_as="next_turn"``), queued
+        while a run goes on, a new run (``trigger_turn``), else into the conversation at once."""
+        await self._ext.send_custom_message(message, deliver_as=deliver_as, trigger_turn=trigger_turn)
+
+    async def shutdown(self, reason: str = "quit") -> None:
+        """Tell the extensions the session ends (``session_shutdown``), then stop listening."""
+        await self._ext.shutdown(reason)
+        self.dispose()
+
     def dispose(self) -> None:
         """Stop listening to the agent; the session's listeners stay registered but hear nothing."""
         self._unsubscribe_agent()
-
-
-def _user_message(text: str, images: Sequence[ImageContent] | None = None) -> UserMessage:
-    return UserMessage(content=[TextContent(text=text), *(images or ())], timestamp=now_ms())

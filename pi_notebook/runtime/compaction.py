@@ -20,7 +20,7 @@ of making every answer compact (and a manual compaction find nothing to summariz
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
@@ -31,6 +31,7 @@ from ..ai.overflow import is_context_overflow
 from ..session import (
     DEFAULT_COMPACTION_SETTINGS,
     CompactionEntry,
+    CompactionError,
     CompactionResult,
     CompactionSettings,
     SessionManager,
@@ -51,6 +52,7 @@ from .events import (
     compaction_result_dict,
     summary_retry,
 )
+from .extensions.events import SessionBeforeCompactEvent
 from .settings import RetrySettings
 
 __all__ = ["FULL_WINDOW", "OVERFLOW_GAVE_UP", "Compactor", "fit_to_window"]
@@ -109,6 +111,8 @@ class Compactor:
     summary_timeout_ms: Callable[[], int | None] = lambda: None
     retry_settings: Callable[[], RetrySettings] = RetrySettings
     """Summary requests are retried under the session's retry settings, as Pi's are."""
+    before_compact: Callable[[SessionBeforeCompactEvent], Awaitable[Any]] | None = None
+    """Extensions' ``session_before_compact``: a result with ``cancel`` / ``compaction``, or None."""
     overflow_recovery_attempted: bool = False
     _auto_abort: AbortController | None = None
     _manual_abort: AbortController | None = None
@@ -187,18 +191,35 @@ class Compactor:
         if getattr(last, "role", None) == "assistant" and (any_stop or last.stop_reason == "error"):  # type: ignore[union-attr]
             self.agent.state.messages = messages[:-1]
 
+    async def _asked(self, event: SessionBeforeCompactEvent) -> tuple[bool, CompactionResult | None]:
+        """The extensions' say (Pi asks them after ``compaction_start``): cancelled, and the
+        compaction one of them made."""
+        if self.before_compact is None:
+            return False, None
+        said = await self.before_compact(event)
+        cancel = bool(said.get("cancel") if isinstance(said, dict) else getattr(said, "cancel", False))
+        made = said.get("compaction") if isinstance(said, dict) else getattr(said, "compaction", None)
+        return cancel, made
+
     async def _auto(self, reason: CompactionReason, *, will_retry: bool) -> bool:
-        preparation = prepare_compaction(self.manager.get_branch(), self.fitted_settings())
+        entries = self.manager.get_branch()
+        preparation = prepare_compaction(entries, self.fitted_settings())
         if preparation is None:
             return False
         self.emit(CompactionStartEvent(reason))
         controller = self._auto_abort = AbortController()
         try:
-            result = await compact(preparation, self._request(controller, reason), None)
+            signal = controller.signal
+            asked = SessionBeforeCompactEvent(preparation, entries, None, reason, will_retry, signal)
+            cancel, made = await self._asked(asked)
+            if cancel:
+                self.emit(CompactionEndEvent(reason, None, True, False))
+                return False
+            result = made or await compact(preparation, self._request(controller, reason), None)
             if controller.signal.aborted:
                 self.emit(CompactionEndEvent(reason, None, True, False))
                 return False
-            self.emit(CompactionEndEvent(reason, self._apply(result), False, will_retry))
+            self.emit(CompactionEndEvent(reason, self._apply(result, made is not None), False, will_retry))
         except Exception as exc:
             if controller.signal.aborted or isinstance(exc, AbortError):
                 self.emit(CompactionEndEvent(reason, None, True, False))
@@ -214,14 +235,14 @@ class Compactor:
             return True
         return self.agent.has_queued_messages()
 
-    def _apply(self, result: CompactionResult) -> dict[str, Any]:
+    def _apply(self, result: CompactionResult, from_hook: bool = False) -> dict[str, Any]:
         """Append the compaction entry, give the agent the new context; the event's result."""
         self.manager.append_compaction(
             result.summary,
             result.first_kept_entry_id,
             result.tokens_before,
             result.details,
-            from_hook=False,
+            from_hook=from_hook,
             usage=result.usage,
         )
         return self._context_after(result)
@@ -252,6 +273,8 @@ class Compactor:
 
     async def _manual(self, controller: AbortController, instructions: str | None) -> CompactionResult:
         request = self._request(controller, "manual")
+        if self.before_compact is not None:
+            return await self._manual_asked(controller, request, instructions)
         entry = await compact_session(self.manager, request, self.fitted_settings(), instructions)
         result = CompactionResult(
             summary=entry.summary,
@@ -261,4 +284,26 @@ class Compactor:
             details=entry.details or {},
         )
         self.emit(CompactionEndEvent("manual", self._context_after(result), False, False))
+        return result
+
+    async def _manual_asked(
+        self, controller: AbortController, request: SummaryRequest, instructions: str | None
+    ) -> CompactionResult:
+        """``compact_session`` with the extensions asked before the summary, as Pi's ``compact``."""
+        entries = self.manager.get_branch()
+        preparation = prepare_compaction(entries, self.fitted_settings())
+        if preparation is None:
+            raise CompactionError(
+                "Already compacted" if entries and isinstance(entries[-1], CompactionEntry)
+                else "Nothing to compact (session too small)"
+            )
+        signal = controller.signal
+        asked = SessionBeforeCompactEvent(preparation, entries, instructions, "manual", False, signal)
+        cancel, made = await self._asked(asked)
+        if cancel:
+            raise CompactionError("Compaction cancelled")
+        result = made or await compact(preparation, request, instructions)
+        if controller.signal.aborted:
+            raise CompactionError("Compaction cancelled")
+        self.emit(CompactionEndEvent("manual", self._apply(result, made is not None), False, False))
         return result

@@ -74,6 +74,8 @@ HELP = """\
   mcp add NAME -- CMD...  start an MCP server (stdio); its tools join every %%pi run
   mcp add NAME URL [--header NAME=ENVVAR ...]   an MCP server over Streamable HTTP
   mcp list | remove NAME  show the MCP servers (state, tools, reason) / stop one
+  extension load MODULE_OR_PATH   load a Pi extension (def setup(pi)); list: what is loaded
+  NAME [ARGS]             a command an extension registered (pi.register_command)
   help                    this text
 """
 HELP += f"\n%pi [--name NAME] SUBCOMMAND, for recorded conversations (Pi session files)\n{SESSIONS_HELP}"
@@ -100,7 +102,11 @@ def run_command(state: NotebookState, line: str) -> None:
     name, command, rest = split_subcommand(line)
     handler = SUBCOMMANDS.get(command)
     if handler is None:
-        raise UsageError(f"unknown %pi subcommand {command!r}; try %pi help")
+        from .extensions import extension_command
+
+        if extension_command(state, name, command, rest):
+            return
+        raise UsageError(f"unknown %pi subcommand {command!r}; try %pi help (or %pi extension list)")
     handler(state, name, rest)
 
 
@@ -325,6 +331,12 @@ def _mcp_cmd(state: NotebookState, name: str | None, rest: str) -> None:
     mcp_command(state, rest)
 
 
+def _extension_cmd(state: NotebookState, name: str | None, rest: str) -> None:
+    from .extensions import extension_subcommand
+
+    extension_subcommand(state, name, rest)
+
+
 def _help_cmd(state: NotebookState, name: str | None, rest: str) -> None:
     print(HELP)
 
@@ -339,6 +351,7 @@ SUBCOMMANDS = {
     "steer": _steer_cmd,
     "usage": usage_command,
     "mcp": _mcp_cmd,
+    "extension": _extension_cmd,
     "help": _help_cmd,
     "show": show_cmd,
     **SESSION_SUBCOMMANDS,

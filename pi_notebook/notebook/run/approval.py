@@ -351,9 +351,15 @@ async def ask_approval(
 
 async def _race_abort(answer: asyncio.Future[bool] | Awaitable[bool], signal: AbortSignal | None) -> bool:
     """The user's answer, or False as soon as the run is aborted (Stop while a card waits)."""
+    return bool(await answer_or_abort(answer, signal, False))
+
+
+async def answer_or_abort(answer: Awaitable[Any], signal: AbortSignal | None, default: Any) -> Any:
+    """What ``answer`` resolves to, or ``default`` as soon as ``signal`` aborts (a Stop or an
+    interrupt while a question waits for a click)."""
     future = asyncio.ensure_future(answer)
     if signal is None:
-        return bool(await future)
+        return await future
     aborted = asyncio.ensure_future(signal.wait())
     try:
         await asyncio.wait({future, aborted}, return_when=asyncio.FIRST_COMPLETED)
@@ -361,7 +367,7 @@ async def _race_abort(answer: asyncio.Future[bool] | Awaitable[bool], signal: Ab
         aborted.cancel()
         if not future.done():
             future.cancel()
-    return bool(future.result()) if future.done() and not future.cancelled() else False
+    return future.result() if future.done() and not future.cancelled() else default
 
 
 def explain_policy(requested: Policy | None, mode: RunMode) -> str:

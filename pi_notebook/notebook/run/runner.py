@@ -62,6 +62,7 @@ from ..view.render import render_html, render_text
 from ..view.run_view import RunView, StaticView
 from .approval import ApprovalGate, activate, deactivate
 from .errors import RunFailed, RunInterrupted, explain_error
+from .extension_ui import CellUI
 from .loop_guard import LoopGuard
 from .plan import RunPlan, plan_run, prepare_conversation, strip_markers
 from .reattach import attach, shows_run
@@ -203,14 +204,18 @@ class PiRun:
             self.session.subscribe(self._on_event, RUN_EVENTS),
         )
         token = activate(gate)  # ask_approval() in the user's hooks and tools asks through it
+        extensions = self.state.extensions.runner
+        stop_errors = extensions.on_error(lambda error: self.view.add_notice(error.line()))
         try:
             if self.interrupted:  # interrupted before this loop existed (fallback): do not start
                 return
             await probe_local_server(self.agent)
-            await self.session.prompt(self.plan.message, run=run, budget=self.plan.budget)
+            with extensions.using_ui(self._extension_ui()):
+                await self.session.prompt(self.plan.message, run=run, budget=self.plan.budget)
         except asyncio.CancelledError:
             self.interrupted = True
         finally:
+            stop_errors()
             deactivate(token)
             self.finished = True
             for stop in unsubscribe:
@@ -228,6 +233,16 @@ class PiRun:
             headless=mode.headless.headless,
             signal=lambda: self.agent.signal,
         )
+
+    def _extension_ui(self) -> CellUI:
+        """Extensions ask in the cell when someone can click, as approvals do."""
+        mode = self.plan.mode
+        if mode.headless.headless:
+            why = f"headless run: {mode.headless.reason}"
+        else:
+            why = (mode.reason or "nobody can answer in this run").removeprefix("Controls inactive: ")
+        live = self.view if mode.can_ask else None
+        return CellUI(self.view.add_notice, live=live, why=why.rstrip("."), signal=lambda: self.agent.signal)
 
     def _note_approval(self, tool_call_id: str, reason: str) -> None:
         """Show a hook's reason for asking on the tool card while it waits ("" clears it)."""
@@ -414,6 +429,20 @@ def _shell(shell: Any = None) -> Any:
     return found
 
 
+async def _discover(shell: Any) -> list[str]:
+    """Load the kernel's extensions before the cell is planned (their providers' models must
+    resolve for ``--model``); what failed, as lines for the run's notices."""
+    runner = state_for(shell).extensions.runner
+    before = len(runner.errors)
+    await state_for(shell).extensions.discover()
+    return [error.line() for error in runner.errors[before:]]
+
+
+def _tell(run: PiRun, lines: list[str]) -> None:
+    for line in lines:
+        run.view.add_notice(line)
+
+
 async def run_pi(line: str, body: str) -> None:
     """The awaited ``%%pi`` path (the input transformer's target)."""
     shell = _shell()
@@ -422,7 +451,9 @@ async def run_pi(line: str, body: str) -> None:
             await ask_trust(state_for(shell), shell)  # before planning: trust decides what /name expands to
     except asyncio.CancelledError:  # an interrupt while the question waited, as for a run
         raise RunInterrupted from None
+    failed = await _discover(shell)  # after trust: a project's extensions wait for it
     run = prepare_run(shell, line, body, awaited=True)
+    _tell(run, failed)
     if run.plan.options.mcp_tools:
         run.select_mcp(await run.state.mcp_tools())
     run.show()
@@ -441,7 +472,12 @@ def run_pi_sync(line: str, body: str, shell: Any = None) -> PiResult:
     """The ``%%pi`` cell magic: run to completion without waiting for clicks."""
     shell = _shell(shell)
     prepare_trust(state_for(shell), awaited=False)  # nobody can answer: an undecided folder is untrusted
+    failed: list[str] = []
+    loader = threading.Thread(target=lambda: failed.extend(asyncio.run(_discover(shell))), daemon=True)
+    loader.start()  # its own loop: this thread may be inside the kernel's running one
+    loader.join()
     run = prepare_run(shell, line, body, awaited=False)
+    _tell(run, failed)
     if run.plan.options.mcp_tools:
         run.select_mcp(run.state.mcp_tools_blocking())
     bridge = MainThreadBridge()

@@ -101,6 +101,7 @@ class NotebookSessions(StateObserver):
         conversation: Callable[[str], Agent],
         message_ended: Callable[[str, Agent, Any], None] | None = None,
         resources: Callable[[], ResourceLoader | None] = lambda: None,
+        extensions: Callable[[], Any] | None = None,
     ) -> None:
         self.shell = shell
         self._config = config
@@ -110,6 +111,9 @@ class NotebookSessions(StateObserver):
         """Told of every message a conversation ends (the state relays it to its observers)."""
         self._resources = resources
         """The resource loader of the notebook's folder, for every conversation's session."""
+        self._extensions = extensions
+        """The kernel's ``NotebookExtensions`` (``pi_extensions.py``): its runner goes into every
+        new ``AgentSession``, which it then watches (``session_shutdown`` at exit)."""
         self.tracked: dict[str, Tracked] = {}
         self.replay_cursors: dict[str, Any] = {}
         """Where ``--replay`` stands in each conversation's recording (``replay.py``)."""
@@ -186,9 +190,17 @@ class NotebookSessions(StateObserver):
         previous = self.tracked.get(name)
         if previous is not None:
             previous.session.dispose()
+        host = self._extensions() if self._extensions is not None else None
         session = AgentSession(
-            agent, manager, settings=self.settings(), cwd=self.folder(), resources=self._resources()
+            agent,
+            manager,
+            settings=self.settings(),
+            cwd=self.folder(),
+            resources=self._resources(),
+            extensions=host.runner if host is not None else None,
         )
+        if host is not None:
+            host.watch(session)
         session.subscribe(
             lambda event: self._message_ended(name, agent, getattr(event, "message", None)), {"message_end"}
         )

@@ -341,6 +341,17 @@ class LiveView:
         add_notice(self.state, text, key)
         self.flush()
 
+    # --- an extension's questions ----------------------------------------------------------
+
+    def show_dialog(self, widget: W.Widget) -> None:
+        """Put an extension's question above the controls (``run/extension_ui.py``)."""
+        children = list(self.widget.children)
+        children.insert(len(children) - (2 if self._controls is not None else 1), widget)
+        self.widget.children = tuple(children)
+
+    def hide_dialog(self, widget: W.Widget) -> None:
+        self.widget.children = tuple(c for c in self.widget.children if c is not widget)
+
     # --- approvals ---------------------------------------------------------------------------
 
     def request_approval(self, tool_call_id: str) -> asyncio.Future[bool]:
