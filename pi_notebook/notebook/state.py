@@ -33,8 +33,8 @@ if TYPE_CHECKING:
     from ..ai.types import UserMessage
     from ..mcp import McpManager
     from .defaults import Effective
-    from .resources import NotebookResources
     from .pi_extensions import NotebookExtensions
+    from .resources import NotebookResources
     from .result import PiResult
     from .run.approval import ApprovalSetup, RunMode
     from .sessions.sessions import NotebookSessions

@@ -23,7 +23,6 @@ from pi_notebook.ai.faux import (
     faux_tool_call,
     register_faux_provider,
 )
-from pi_notebook.notebook.pi_extensions import untrusted
 from pi_notebook.notebook.state import state_for
 
 MODEL = "--model faux:faux-1"
@@ -168,33 +167,37 @@ def test_a_provider_an_extension_registers_serves_a_run(ip: Any, tmp_path: Path)
 def test_the_projects_extensions_wait_for_trust(
     ip: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    folder = tmp_path / ".pi" / "extensions"
+    """Untrusted until ``%pi trust`` saves the decision in Pi's trust store (a temporary agent
+    dir); the next use then loads the project's files, and what was loaded stays."""
+    project = tmp_path / "project"
+    folder = project / ".pi" / "extensions"
     folder.mkdir(parents=True)
     (folder / "local.py").write_text(
         "def setup(pi):\n    pi.register_command('local', lambda a, c: print('ran'))\n"
     )
-    monkeypatch.chdir(tmp_path)  # no notebook file: the folder is the working directory
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("PI_CODING_AGENT_DIR", str(tmp_path / "agent"))
+    monkeypatch.chdir(project)  # no notebook file: the folder is the working directory
     host = state_for(ip).extensions
     host.reset()
     try:
         _, captured = run(ip, "%pi extension list")
         assert captured.stdout.splitlines() == [
             "no extensions loaded",
-            f"skipped: {folder / 'local.py'} (the project {tmp_path.resolve()} is not trusted)",
+            f"skipped: {folder / 'local.py'} (the project {project.resolve()} is not trusted)",
         ]
         result, _ = run(ip, "%pi local")
         assert "unknown %pi subcommand 'local'" in str(result.error_in_exec)
-        (tmp_path / "mine.py").write_text("def setup(pi):\n    pi.on('input', lambda e: None)\n")
+        (project / "mine.py").write_text("def setup(pi):\n    pi.on('input', lambda e: None)\n")
         run(ip, "%pi extension load mine.py")
-        host.project_trusted = lambda path: path == tmp_path.resolve()  # what the trust store decides
-        host.rediscover()
+        _, captured = run(ip, "%pi trust")
+        assert "is trusted" in captured.stdout
         _, captured = run(ip, "%pi local")
         assert captured.stdout == "ran\n"
         _, captured = run(ip, "%pi extension list")
         assert [line.split(" (")[0] for line in captured.stdout.splitlines()] == [
-            str(tmp_path / "mine.py"),  # loaded before the trust: still there
+            str(project / "mine.py"),  # loaded before the trust: still there
             str(folder / "local.py"),
         ]
     finally:
-        host.project_trusted = untrusted
         host.reset()

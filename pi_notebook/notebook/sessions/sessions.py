@@ -100,6 +100,7 @@ class NotebookSessions(StateObserver):
         config: Callable[[], PiConfig],
         conversation: Callable[[str], Agent],
         message_ended: Callable[[str, Agent, Any], None] | None = None,
+        *,
         resources: Callable[[], ResourceLoader | None] = lambda: None,
         extensions: Callable[[], Any] | None = None,
     ) -> None:
