@@ -6,7 +6,8 @@ conversation (creating, replacing or resuming it), applies ``--model``, ``--thin
 looks once for a recorded session of it that ``%pi resume`` would continue. ``plan_run`` then
 only reads: the prompt as typed and as sent (``$`expr``` references expanded), the mode (live
 or static, can anyone click, headless), the approval policy and the tools it gates, the lines
-shown under the run from the start, the recording to replay, whether a failure raises, and the
+shown under the run from the start (a headless run's approval line waits for the first call
+the policy decides), the recording to replay, whether a failure raises, and the
 session settings for the run (retries, compaction, the summary timeout). The runner
 (``runner.py``) executes a plan.
 """
@@ -64,6 +65,11 @@ class RunPlan:
     """The tools whose policy is ``--approve``'s (the approval notice names them)."""
     notices: tuple[str, ...]
     """The lines under the run from its start, in order."""
+    approval_notice: str | None
+    """A headless run's line on the approval policy, shown when the policy first decides a call
+    of a tool it gates: an answer that used no tool says nothing about blocked tools. (Where
+    controls are inactive in a watched run, the line says why from the start, in ``notices``:
+    it concerns Stop and the other controls too.)"""
     replay: Recording | None
     raise_on_error: bool
     settings: AgentSessionSettings
@@ -119,6 +125,9 @@ def plan_run(
     gated = _gated_tools(state, options, agent)
     approval = state.approval(options.approve, mode, gated)
     raise_on_error = mode.headless.headless if options.raise_on_error is None else options.raise_on_error
+    policy_line = approval.notice if gated else None
+    later = policy_line if mode.headless.headless else None
+    upfront = (policy_line,) if policy_line and not later else ()
     return RunPlan(
         options=options,
         prompt=prompt,
@@ -126,7 +135,8 @@ def plan_run(
         mode=mode,
         approval=approval,
         gated=tuple(gated),
-        notices=(*_setting_notices(state, options, agent, approval, gated), *notes),
+        notices=(*_setting_notices(state, options, agent), *upfront, *notes),
+        approval_notice=later,
         replay=_recording(state, options, agent, prompt) if options.replay else None,
         raise_on_error=raise_on_error,
         settings=_session_settings(state, options),
@@ -149,14 +159,11 @@ def _gated_tools(state: NotebookState, options: RunOptions, agent: Agent) -> lis
     ]
 
 
-def _setting_notices(
-    state: NotebookState, options: RunOptions, agent: Agent, approval: ApprovalSetup, gated: list[str]
-) -> list[str]:
+def _setting_notices(state: NotebookState, options: RunOptions, agent: Agent) -> list[str]:
     """Lines that explain a setting: what is wrong with Pi's ``settings.json`` (each problem
-    once), the approval policy (only when a tool it gates is on), a ``--thinking`` level the
-    model ignores (once per conversation and model), an ignored seed."""
+    once), a ``--thinking`` level the model ignores (once per conversation and model), an
+    ignored seed."""
     lines = state.settings_notices(effective(state.config).notices())
-    lines += [approval.notice] if approval.notice and gated else []
     thinking = state.thinking_ignored(options.name, agent)
     seed = seed_notice(options.seed, agent.state.model)
     return lines + [line for line in (thinking, seed) if line]

@@ -189,7 +189,13 @@ class PiRun:
             approvals=self.state.approvals(),
             headless=mode.headless.headless,
             signal=lambda: self.agent.signal,
+            announce=self._announce_policy,
         )
+
+    def _announce_policy(self) -> None:
+        """The approval policy's line, at the first call it decides (``RunPlan.approval_notice``)."""
+        if self.plan.approval_notice:
+            self.view.add_notice(self.plan.approval_notice, "approval")
 
     def _note_approval(self, tool_call_id: str, reason: str) -> None:
         """Show a hook's reason for asking on the tool card while it waits ("" clears it)."""
