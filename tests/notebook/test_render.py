@@ -368,6 +368,32 @@ def test_frontend_markdown_keeps_dollars_literal() -> None:
     assert frontend_markdown("`$a$` and\n```\n$b$\n```\n") == "`$a$` and\n```\n$b$\n```\n"
 
 
+def test_frontend_markdown_passes_tex_delimiters_to_mathjax() -> None:
+    """JupyterLab takes ``\\\\(`` math out before its Markdown parser; a model's ``\\(`` is a
+    Markdown escape of ``(`` and showed as ``(E)``."""
+    assert frontend_markdown("so \\(E = mc^2\\) holds") == "so \\\\(E = mc^2\\\\) holds"
+    assert frontend_markdown("one \\[a<b\\] two") == "one \\\\[a\\lt b\\\\] two"
+    block = "see\n\\[\nx <y\n\\] after <b>\n"
+    assert frontend_markdown(block) == "see\n\\\\[\nx \\lt y\n\\\\] after &lt;b>\n"
+    # an unclosed \( is text; a blank line ends an unclosed \[ block, and tags after it are disarmed
+    assert frontend_markdown("a \\( b") == "a \\( b"
+    assert frontend_markdown("\\[\nx\n\n<b>") == "\\\\[\nx\n\n&lt;b>"
+    assert frontend_markdown("`\\(x\\)`") == "`\\(x\\)`"  # code stays code
+    # a link inside math that a math-less parser would read is checked and disarmed
+    hostile = "\\[\n[x](javascript:alert(1))\n\nz"
+    assert not renders_unsafe_link(frontend_markdown(hostile))
+    assert not renders_raw_html(frontend_markdown("\\(<img src=x>\\)"))
+
+
+def test_render_markdown_keeps_tex_delimiters_for_mathjax() -> None:
+    assert render_markdown("so \\(E = mc^2\\) holds") == "<p>so \\(E = mc^2\\) holds</p>\n"
+    shown = render_markdown("see\n\\[\nx_1 *y* <b>\n\\]")
+    assert shown == "<p>see\n\\[\nx_1 *y* &lt;b&gt;\n\\]</p>\n"  # not Markdown inside, escaped
+    assert render_markdown("a \\( b") == "<p>a ( b</p>\n"
+    assert render_markdown("`\\(x\\)`").count("<code") == 1
+    assert_inert(render_markdown("\\(<script>alert(1)</script>\\)"))
+
+
 def test_render_html_keeps_dollars_out_of_mathjax() -> None:
     run = Run().start("Use $`a` and $`b`")
     run.assistant(("text", "It costs $5 and the second costs $6; area $$x^2$$."))

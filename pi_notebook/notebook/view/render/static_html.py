@@ -21,6 +21,7 @@ from markdown_it import MarkdownIt
 from markdown_it.common.utils import escapeHtml
 from markdown_it.renderer import RendererHTML
 from markdown_it.rules_core import StateCore
+from markdown_it.rules_inline import StateInline
 from markdown_it.token import Token
 from markdown_it.utils import EnvType, OptionsDict
 
@@ -163,10 +164,39 @@ def _render_code_inline(
     return f"<code{renderer.renderAttrs(token)}>{breakable(token.content, escapeHtml)}</code>"
 
 
+_TEX_CLOSE = {"(": "\\)", "[": "\\]"}
+MAX_TEX = 2000
+"""Longest ``\\(...\\)`` / ``\\[...\\]`` kept whole for MathJax (as ``$$...$$`` in ``breakable``)."""
+
+
+def _tex_math(state: StateInline, silent: bool) -> bool:
+    """``\\(...\\)`` and ``\\[...\\]`` (within one paragraph) kept as written for MathJax:
+    CommonMark reads ``\\(`` as an escaped ``(``, so ``\\(E\\)`` came out as ``(E)``. Only
+    escaped text: the math is not parsed as Markdown, and MathJax typesets it in ``.pi-text``."""
+    src, pos = state.src, state.pos
+    if src[pos] != "\\" or src[pos + 1 : pos + 2] not in _TEX_CLOSE:
+        return False
+    close = src.find(_TEX_CLOSE[src[pos + 1]], pos + 2, state.posMax)
+    if close == -1 or close - pos > MAX_TEX:
+        return False
+    if not silent:
+        state.push("tex_math", "", 0).content = src[pos : close + 2]
+    state.pos = close + 2
+    return True
+
+
+def _render_tex(
+    renderer: RendererHTML, tokens: list[Token], idx: int, options: OptionsDict, env: EnvType
+) -> str:
+    return escapeHtml(tokens[idx].content)
+
+
 @lru_cache(maxsize=1)
 def _markdown() -> MarkdownIt:
     md = MarkdownIt("commonmark", {"html": False}).enable(["table", "strikethrough"])
     md.validateLink = _safe_link  # type: ignore[method-assign]
+    md.inline.ruler.before("escape", "tex_math", _tex_math)
+    md.add_render_rule("tex_math", _render_tex)
     md.add_render_rule("text", _render_text)
     md.add_render_rule("image", _render_image_as_link)
     md.add_render_rule("link_open", _render_link_open)

@@ -1,0 +1,81 @@
+"""JupyterLab in Debian's Chromium: what a run shows, live and frozen. ``\\(...\\)`` and
+``\\[...\\]`` math typeset (live and frozen).
+
+Each run ends with a call that waits for Approve, so the live view can be looked at before it
+freezes. Screenshots go to ``test-output/browser/cards-*.png``. Never downloads a browser: it
+launches ``/usr/bin/chromium`` and is skipped without it.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+from browser_lab import CHROMIUM, SHOTS, Lab, chromium_page
+from test_browser import run_cell
+
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.skipif(not Path(CHROMIUM).exists(), reason=f"{CHROMIUM} is not installed"),
+]
+playwright_sync = pytest.importorskip("playwright.sync_api")
+
+SETUP = r'''
+%load_ext pi_notebook
+from pi_notebook.ai.faux import register_faux_provider, faux_assistant_message, faux_text, faux_tool_call
+
+def then_ask(text, call_id, **args):
+    """An answer, then a call that waits for Approve (so the live view stays up)."""
+    args = args or {"name": "v_" + call_id, "value": 1}
+    name = "run_code" if "code" in args else "set_variable"
+    return faux_assistant_message([faux_text(text), faux_tool_call(name, args, id=call_id)],
+                                  stop_reason="toolUse")
+
+faux = register_faux_provider()
+faux.set_responses([
+    then_ask("Inline \\(E = mc^2\\) and display:\n\n\\[a^2 + b^2 = c^2\\]", "m1"),
+    faux_assistant_message("Math done."),
+])
+print("setup done")
+'''
+MATH = "%%pi --model faux:faux-1 --approve ask\nShow math."
+
+
+def test_what_a_run_shows_live_and_frozen(tmp_path: Path) -> None:
+    expect = playwright_sync.expect
+    with Lab(tmp_path) as lab, playwright_sync.sync_playwright() as p:
+        url = lab.write_notebook("cards.ipynb", [SETUP, MATH])
+        with chromium_page(p, lab, "cards-failure.png") as page:
+            page.goto(url)
+            page.wait_for_selector(".jp-NotebookPanel .jp-CodeCell", timeout=60_000)
+            page.locator(".jp-StatusBar-TextItem", has_text="| Idle").first.wait_for(timeout=90_000)
+            cells = page.locator(".jp-NotebookPanel .jp-CodeCell")
+            run_cell(page, cells.nth(0))
+            expect(cells.nth(0).locator(".jp-OutputArea")).to_contain_text("setup done", timeout=60_000)
+            _math(page, cells.nth(1), expect)
+
+
+def _approve(cell: Any, expect: Any) -> None:
+    approve = cell.get_by_role("button", name="Approve")
+    expect(approve).to_be_visible(timeout=30_000)
+    approve.click()
+
+
+def _math(page: Any, cell: Any, expect: Any) -> None:
+    """``\\(E = mc^2\\)`` and ``\\[...\\]`` are typeset, not shown as ``(E = mc^2)``."""
+    run_cell(page, cell)
+    live = cell.locator(".pi-view:not(.pi-static) .pi-text")
+    expect(live.locator("mjx-container")).to_have_count(2, timeout=30_000)
+    expect(live).not_to_contain_text("(E = mc^2)")
+    cell.screenshot(path=str(SHOTS / "cards-math-live.png"))
+    _approve(cell, expect)
+    static = cell.locator(".pi-static")
+    expect(static).to_be_visible(timeout=30_000)
+    expect(static.locator(".pi-text mjx-container")).to_have_count(2, timeout=10_000)
+    expect(static).not_to_contain_text("(E = mc^2)")
+    cell.screenshot(path=str(SHOTS / "cards-math-frozen.png"))
