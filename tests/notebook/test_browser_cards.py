@@ -1,5 +1,5 @@
 """JupyterLab in Debian's Chromium: what a run shows, live and frozen. ``\\(...\\)`` and
-``\\[...\\]`` math typeset (live and frozen).
+``\\[...\\]`` math typeset (live and frozen); a 50 KB prompt folded, and opened with a click.
 
 Each run ends with a call that waits for Approve, so the live view can be looked at before it
 freezes. Screenshots go to ``test-output/browser/cards-*.png``. Never downloads a browser: it
@@ -40,16 +40,19 @@ faux = register_faux_provider()
 faux.set_responses([
     then_ask("Inline \\(E = mc^2\\) and display:\n\n\\[a^2 + b^2 = c^2\\]", "m1"),
     faux_assistant_message("Math done."),
+    then_ask("Read it all.", "p1"),
+    faux_assistant_message("Long prompt done."),
 ])
 print("setup done")
 '''
 MATH = "%%pi --model faux:faux-1 --approve ask\nShow math."
+LONG = "%%pi\n" + "\n".join(f"row {i}: " + "x" * 30 for i in range(1_200))  # 50 KB
 
 
 def test_what_a_run_shows_live_and_frozen(tmp_path: Path) -> None:
     expect = playwright_sync.expect
     with Lab(tmp_path) as lab, playwright_sync.sync_playwright() as p:
-        url = lab.write_notebook("cards.ipynb", [SETUP, MATH])
+        url = lab.write_notebook("cards.ipynb", [SETUP, MATH, LONG])
         with chromium_page(p, lab, "cards-failure.png") as page:
             page.goto(url)
             page.wait_for_selector(".jp-NotebookPanel .jp-CodeCell", timeout=60_000)
@@ -58,6 +61,7 @@ def test_what_a_run_shows_live_and_frozen(tmp_path: Path) -> None:
             run_cell(page, cells.nth(0))
             expect(cells.nth(0).locator(".jp-OutputArea")).to_contain_text("setup done", timeout=60_000)
             _math(page, cells.nth(1), expect)
+            _long_prompt(page, cells.nth(2), expect)
 
 
 def _approve(cell: Any, expect: Any) -> None:
@@ -79,3 +83,32 @@ def _math(page: Any, cell: Any, expect: Any) -> None:
     expect(static.locator(".pi-text mjx-container")).to_have_count(2, timeout=10_000)
     expect(static).not_to_contain_text("(E = mc^2)")
     cell.screenshot(path=str(SHOTS / "cards-math-frozen.png"))
+
+
+def _height(locator: Any) -> float:
+    return float(locator.evaluate("e => e.getBoundingClientRect().height"))
+
+
+def _long_prompt(page: Any, cell: Any, expect: Any) -> None:
+    """A 50 KB prompt shows its first lines and a fold; a click opens the rest, live and frozen."""
+    run_cell(page, cell)
+    prompt = cell.locator(".pi-view:not(.pi-static) .pi-prompt")
+    expect(prompt).to_contain_text("row 7:", timeout=30_000)
+    expect(prompt.locator("summary")).to_contain_text("Show the whole prompt")
+    assert _height(prompt) < 300, _height(prompt)
+    prompt.scroll_into_view_if_needed()
+    page.screenshot(path=str(SHOTS / "cards-prompt-live.png"))
+    prompt.locator("summary").click()
+    expect(prompt.locator("details")).to_have_attribute("open", "")
+    assert _height(prompt) > 5_000, _height(prompt)
+    prompt.locator("summary").click()  # closed again: the approval card is near
+    _approve(cell, expect)
+    frozen = cell.locator(".pi-static .pi-prompt")
+    expect(frozen).to_be_visible(timeout=30_000)
+    expect(frozen).to_contain_text("row 1199:")  # in the page, folded
+    assert _height(frozen) < 300, _height(frozen)
+    frozen.scroll_into_view_if_needed()
+    page.screenshot(path=str(SHOTS / "cards-prompt-frozen.png"))
+    frozen.locator("summary").click()
+    expect(frozen.locator("details")).to_have_attribute("open", "")
+    assert _height(frozen) > 5_000, _height(frozen)

@@ -29,6 +29,7 @@ from pi_notebook.notebook.view.render import (
     footer_text,
     format_details,
     frontend_markdown,
+    prompt_html,
     render_html,
     render_markdown,
     render_text,
@@ -38,6 +39,7 @@ from pi_notebook.notebook.view.render import (
     static_bundle,
 )
 from pi_notebook.notebook.view.render.rich import CELL_STYLE, TABLE_STYLE, table_html
+from pi_notebook.notebook.view.render.text import PROMPT_CHARS, PROMPT_LINES, fold_prompt
 
 PROMPT = "Add 2 and 3, then read missing.txt"
 
@@ -392,6 +394,27 @@ def test_render_markdown_keeps_tex_delimiters_for_mathjax() -> None:
     assert render_markdown("a \\( b") == "<p>a ( b</p>\n"
     assert render_markdown("`\\(x\\)`").count("<code") == 1
     assert_inert(render_markdown("\\(<script>alert(1)</script>\\)"))
+
+
+def test_a_long_prompt_is_folded_and_nothing_is_lost() -> None:
+    many_lines = "\n".join(f"row {i}: " + "x" * 40 for i in range(1_200))
+    one_word = "y" * 50_000
+    for prompt in (many_lines, one_word, "a\n" * (2 * PROMPT_LINES) + "end"):
+        head, rest = fold_prompt(prompt)
+        assert head + rest == prompt
+        assert rest
+        assert len(head) <= PROMPT_CHARS
+        assert head.count("\n") < PROMPT_LINES
+    assert fold_prompt("short\nprompt") == ("short\nprompt", "")
+    markup = prompt_html(many_lines + "\n<b>the end</b>")
+    assert_inert(markup)
+    shown, folded = markup.split("<details", 1)
+    assert "row 7:" in shown
+    assert "row 8:" not in shown
+    assert "Show the whole prompt (" in folded
+    assert "row 1199:" in folded
+    assert "&lt;b&gt;the end&lt;/b&gt;" in folded
+    assert "<details" not in prompt_html("a short prompt")
 
 
 def test_render_html_keeps_dollars_out_of_mathjax() -> None:

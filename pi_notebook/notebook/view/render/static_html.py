@@ -33,6 +33,7 @@ from .text import (
     clip,
     code_arg,
     end_text,
+    fold_prompt,
     footer_text,
     format_args,
     format_details,
@@ -341,6 +342,9 @@ def _tool_html(card: ToolCard) -> str:
     return _div("pi-tool", "".join(parts), extra=f" pi-tool--{card.status}")
 
 
+_FOLD_STYLE = "cursor:pointer;font-weight:normal;font-style:italic;font-size:12px;opacity:.8;"
+
+
 def thinking_html(block: ThinkingBlock) -> str:
     summary = f'<summary style="{STYLE["pi-summary"]}">Thinking</summary>'
     body = "<p><em>[Reasoning redacted]</em></p>" if block.redacted else render_markdown(block.text)
@@ -352,7 +356,18 @@ def footer_html(footer: Footer, activity: str = "") -> str:
 
 
 def prompt_html(prompt: str) -> str:
-    return _div("pi-prompt", "› " + breakable(prompt)) if prompt else ""
+    """The prompt echoed; a long one folded (``fold_prompt``) into a ``<details>`` that opens
+    on a click, live and frozen, so a 50 KB prompt takes a few lines and loses nothing."""
+    if not prompt:
+        return ""
+    head, rest = fold_prompt(prompt)
+    if not rest:
+        return _div("pi-prompt", "› " + breakable(prompt))
+    more = f"{len(rest):,} more characters, {rest.count(chr(10)):,} more lines"
+    summary = f'<summary class="pi-prompt-fold" style="{_FOLD_STYLE}">Show the whole prompt ({more})'
+    summary += "</summary>"
+    folded = f'<details class="pi-prompt-more">{summary}{breakable(rest.removeprefix(chr(10)))}</details>'
+    return _div("pi-prompt", "› " + breakable(head) + folded)
 
 
 def user_html(item: UserItem) -> str:
