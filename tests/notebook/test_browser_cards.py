@@ -1,5 +1,6 @@
 """JupyterLab in Debian's Chromium: what a run shows, live and frozen. ``\\(...\\)`` and
-``\\[...\\]`` math typeset (live and frozen); a 50 KB prompt folded, and opened with a click.
+``\\[...\\]`` math typeset (live and frozen); a 50 KB prompt folded, and opened with a click;
+the same font size, line height and family for each part, live and frozen.
 
 Each run ends with a call that waits for Approve, so the live view can be looked at before it
 freezes. Screenshots go to ``test-output/browser/cards-*.png``. Never downloads a browser: it
@@ -42,17 +43,20 @@ faux.set_responses([
     faux_assistant_message("Math done."),
     then_ask("Read it all.", "p1"),
     faux_assistant_message("Long prompt done."),
+    then_ask("A paragraph of *plain* text, with `code` in it.\n\n- a list item", "s1"),
+    faux_assistant_message("Sizes done."),
 ])
 print("setup done")
 '''
 MATH = "%%pi --model faux:faux-1 --approve ask\nShow math."
+SIZES = "%%pi\nSame size live and frozen."
 LONG = "%%pi\n" + "\n".join(f"row {i}: " + "x" * 30 for i in range(1_200))  # 50 KB
 
 
 def test_what_a_run_shows_live_and_frozen(tmp_path: Path) -> None:
     expect = playwright_sync.expect
     with Lab(tmp_path) as lab, playwright_sync.sync_playwright() as p:
-        url = lab.write_notebook("cards.ipynb", [SETUP, MATH, LONG])
+        url = lab.write_notebook("cards.ipynb", [SETUP, MATH, LONG, SIZES])
         with chromium_page(p, lab, "cards-failure.png") as page:
             page.goto(url)
             page.wait_for_selector(".jp-NotebookPanel .jp-CodeCell", timeout=60_000)
@@ -62,6 +66,7 @@ def test_what_a_run_shows_live_and_frozen(tmp_path: Path) -> None:
             expect(cells.nth(0).locator(".jp-OutputArea")).to_contain_text("setup done", timeout=60_000)
             _math(page, cells.nth(1), expect)
             _long_prompt(page, cells.nth(2), expect)
+            _sizes(page, cells.nth(3), expect)
 
 
 def _approve(cell: Any, expect: Any) -> None:
@@ -112,3 +117,37 @@ def _long_prompt(page: Any, cell: Any, expect: Any) -> None:
     frozen.locator("summary").click()
     expect(frozen.locator("details")).to_have_attribute("open", "")
     assert _height(frozen) > 5_000, _height(frozen)
+
+
+MEASURED = {
+    "text": ".pi-text p",
+    "list": ".pi-text li",
+    "code": ".pi-text code",
+    "prompt": ".pi-prompt",
+    "tool head": ".pi-tool-head",
+    "args": ".pi-args",
+    "footer": "div.pi-footer",
+}
+STYLE_JS = """e => { const s = getComputedStyle(e);
+  return [s.fontSize, s.lineHeight, s.fontFamily, s.fontWeight].join(' | '); }"""
+
+
+def _styles(root: Any) -> dict[str, str]:
+    return {name: root.locator(sel).last.evaluate(STYLE_JS) for name, sel in MEASURED.items()}
+
+
+def _sizes(page: Any, cell: Any, expect: Any) -> None:
+    """Font size, line height and family of each part are the same live and frozen."""
+    run_cell(page, cell)
+    live = cell.locator(".pi-view:not(.pi-static)")
+    expect(live.get_by_role("button", name="Approve")).to_be_visible(timeout=30_000)
+    before = _styles(live)
+    cell.screenshot(path=str(SHOTS / "cards-sizes-live.png"))
+    _approve(cell, expect)
+    frozen = cell.locator(".pi-static")
+    expect(frozen).to_be_visible(timeout=30_000)
+    after = _styles(frozen)
+    cell.screenshot(path=str(SHOTS / "cards-sizes-frozen.png"))
+    for name in MEASURED:
+        print(f"{name:10} live   {before[name]}\n{'':10} frozen {after[name]}")
+    assert before == after

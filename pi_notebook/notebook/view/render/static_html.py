@@ -225,26 +225,32 @@ def render_markdown(text: str) -> str:
 # --- HTML ------------------------------------------------------------------------------------
 
 _MONO = "font-family:var(--jp-code-font-family,ui-monospace,SFMono-Regular,Menlo,monospace);"
+_LINE = "line-height:1.5;"
+# Each line-height is set on the element itself, not inherited from the view: live, these
+# elements sit in ipywidgets' HTML widgets, whose line-height is the 28 px of a widget row.
+CONTENT = "font-size:var(--jp-content-font-size1,14px);line-height:var(--jp-content-line-height,1.6);"
+"""The assistant's Markdown in the frozen output: the size and line height JupyterLab gives the
+live view's Markdown, so the text does not shrink when the output freezes."""
 STYLE = {
     # A long word wraps (at the <wbr> of ``breakable``) instead of widening the page.
     "pi-view": "font-family:var(--jp-ui-font-family,system-ui,-apple-system,'Segoe UI',sans-serif);"
     "font-size:13px;line-height:1.5;border-left:3px solid #8b7cf6;padding:2px 0 2px 10px;margin:4px 0;"
     "overflow-wrap:break-word;",
-    "pi-prompt": "white-space:pre-wrap;font-weight:600;opacity:.85;margin:2px 0 6px;",
-    "pi-text": "margin:4px 0;overflow-x:auto;",
+    "pi-prompt": "white-space:pre-wrap;font-weight:600;opacity:.85;margin:2px 0 6px;" + _LINE,
+    "pi-text": "margin:4px 0;overflow-x:auto;" + CONTENT,
     "pi-thinking": "opacity:.75;margin:4px 0;",
     "pi-summary": "cursor:pointer;font-style:italic;",
     "pi-tool": "border:1px solid rgba(127,127,127,.35);border-radius:6px;padding:4px 8px;margin:6px 0;",
-    "pi-tool-head": _MONO + "font-size:12px;",
+    "pi-tool-head": _MONO + "font-size:12px;" + _LINE,
     "pi-pre": _MONO + "white-space:pre-wrap;word-break:break-word;font-size:12px;margin:3px 0;"
     "padding:4px 6px;background:rgba(127,127,127,.08);border-radius:4px;max-height:24em;overflow:auto;",
-    "pi-progress": "font-size:12px;opacity:.8;white-space:pre-wrap;",
-    "pi-user": "white-space:pre-wrap;font-style:italic;opacity:.85;margin:6px 0;",
-    "pi-queued": "white-space:pre-wrap;font-size:12px;opacity:.7;",
-    "pi-error": "white-space:pre-wrap;color:#c62828;font-weight:600;margin:6px 0;",
-    "pi-notice": "white-space:pre-wrap;font-size:12px;opacity:.75;margin:4px 0;",
+    "pi-progress": "font-size:12px;opacity:.8;white-space:pre-wrap;" + _LINE,
+    "pi-user": "white-space:pre-wrap;font-style:italic;opacity:.85;margin:6px 0;" + _LINE,
+    "pi-queued": "white-space:pre-wrap;font-size:12px;opacity:.7;" + _LINE,
+    "pi-error": "white-space:pre-wrap;color:#c62828;font-weight:600;margin:6px 0;" + _LINE,
+    "pi-notice": "white-space:pre-wrap;font-size:12px;opacity:.75;margin:4px 0;" + _LINE,
     "pi-footer": "font-size:12px;opacity:.7;border-top:1px solid rgba(127,127,127,.25);"
-    "margin-top:6px;padding-top:2px;",
+    "margin-top:6px;padding-top:2px;" + _LINE,
 }
 STATUS_COLOR = {
     "streaming": "#757575",
@@ -348,6 +354,7 @@ _FOLD_STYLE = "cursor:pointer;font-weight:normal;font-style:italic;font-size:12p
 def thinking_html(block: ThinkingBlock) -> str:
     summary = f'<summary style="{STYLE["pi-summary"]}">Thinking</summary>'
     body = "<p><em>[Reasoning redacted]</em></p>" if block.redacted else render_markdown(block.text)
+    body = f'<div class="pi-thinking-body" style="{CONTENT}">{body}</div>'
     return _div("pi-thinking", summary + body, tag="details", math=True)
 
 
