@@ -1,6 +1,8 @@
 """JupyterLab in Debian's Chromium: what a run shows, live and frozen. ``\\(...\\)`` and
 ``\\[...\\]`` math typeset (live and frozen); a 50 KB prompt folded, and opened with a click;
-the same font size, line height and family for each part, live and frozen.
+the same font size, line height and family for each part, live and frozen; a complete tool
+call whose turn ended in llama.cpp's parse error is offered on its card, and Approve runs it
+(a loopback server speaks llama.cpp's stream).
 
 Each run ends with a call that waits for Approve, so the live view can be looked at before it
 freezes. Screenshots go to ``test-output/browser/cards-*.png``. Never downloads a browser: it
@@ -18,7 +20,9 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent))
 
 from browser_lab import CHROMIUM, SHOTS, Lab, chromium_page
+from loopback import LoopbackServer, json_reply, serving
 from test_browser import run_cell
+from test_run_retry import call_then_parse_error, chat_reply
 
 pytestmark = [
     pytest.mark.browser,
@@ -53,10 +57,21 @@ SIZES = "%%pi\nSame size live and frozen."
 LONG = "%%pi\n" + "\n".join(f"row {i}: " + "x" * 30 for i in range(1_200))  # 50 KB
 
 
+UNPARSED = "%%pi --name local --model llama.cpp:tiny --approve ask\nCompute 6 * 7 with run_code."
+
+
 def test_what_a_run_shows_live_and_frozen(tmp_path: Path) -> None:
     expect = playwright_sync.expect
-    with Lab(tmp_path) as lab, playwright_sync.sync_playwright() as p:
-        url = lab.write_notebook("cards.ipynb", [SETUP, MATH, LONG, SIZES])
+    with (
+        serving(LoopbackServer()) as server,
+        Lab(tmp_path) as lab,
+        playwright_sync.sync_playwright() as p,
+    ):
+        server.queue(json_reply(404, {"error": "no /props here"}))
+        server.queue_sse(call_then_parse_error("x = 6 * 7\nprint('x is', x)"))
+        server.queue_sse(chat_reply("It is 42."))
+        local = f"import os; os.environ['LLAMA_CPP_BASE_URL'] = {server.url!r}\n"
+        url = lab.write_notebook("cards.ipynb", [local + SETUP, MATH, LONG, SIZES, UNPARSED])
         with chromium_page(p, lab, "cards-failure.png") as page:
             page.goto(url)
             page.wait_for_selector(".jp-NotebookPanel .jp-CodeCell", timeout=60_000)
@@ -67,6 +82,7 @@ def test_what_a_run_shows_live_and_frozen(tmp_path: Path) -> None:
             _math(page, cells.nth(1), expect)
             _long_prompt(page, cells.nth(2), expect)
             _sizes(page, cells.nth(3), expect)
+            _unparsed(page, cells.nth(4), expect, server)
 
 
 def _approve(cell: Any, expect: Any) -> None:
@@ -151,3 +167,27 @@ def _sizes(page: Any, cell: Any, expect: Any) -> None:
     for name in MEASURED:
         print(f"{name:10} live   {before[name]}\n{'':10} frozen {after[name]}")
     assert before == after
+
+
+def _unparsed(page: Any, cell: Any, expect: Any, server: LoopbackServer) -> None:
+    """The server's parse error after a complete ``run_code`` call: the card offers it, Approve
+    runs it once (no second ask), and the model answers its result; the prompt is sent once."""
+    run_cell(page, cell)
+    card = cell.locator(".pi-view:not(.pi-static) .pi-tool", has_text="run_code")
+    expect(card).to_contain_text("could not parse the model's output after this call", timeout=30_000)
+    expect(card.locator(".pi-code")).to_contain_text("print('x is', x)")
+    card.scroll_into_view_if_needed()
+    cell.screenshot(path=str(SHOTS / "cards-unparsed-offer.png"))
+    _approve(cell, expect)
+    static = cell.locator(".pi-static")
+    expect(static).to_be_visible(timeout=30_000)
+    expect(static.locator(".pi-tool", has_text="run_code")).to_contain_text("x is 42")
+    expect(static).to_contain_text("It is 42.")
+    expect(static).not_to_contain_text("does not match")
+    expect(static.locator(".pi-footer")).to_contain_text("2 turns")  # the offered turn is one turn
+    cell.screenshot(path=str(SHOTS / "cards-unparsed-ran.png"))
+    chats = [r.json["messages"] for r in server.requests if r.path.endswith("/chat/completions")]
+    assert [[m["role"] for m in messages] for messages in chats] == [
+        ["system", "user"],
+        ["system", "user", "assistant", "tool"],
+    ]
