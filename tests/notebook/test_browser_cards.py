@@ -1,6 +1,8 @@
 """JupyterLab in Debian's Chromium: what a run shows, live and frozen. ``\\(...\\)`` and
 ``\\[...\\]`` math typeset (live and frozen); a 50 KB prompt folded, and opened with a click;
-the same font size, line height and family for each part, live and frozen; a complete tool
+the same font size, line height and family for each part, live and frozen; run_code's code
+highlighted in the approval card, and the figure and DataFrame it made shown in its card (live,
+frozen, and after the saved notebook is opened again); a complete tool
 call whose turn ended in llama.cpp's parse error is offered on its card, and Approve runs it
 (a loopback server speaks llama.cpp's stream).
 
@@ -11,6 +13,8 @@ launches ``/usr/bin/chromium`` and is skipped without it.
 
 from __future__ import annotations
 
+import json
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -41,6 +45,13 @@ def then_ask(text, call_id, **args):
     return faux_assistant_message([faux_text(text), faux_tool_call(name, args, id=call_id)],
                                   stop_reason="toolUse")
 
+PLOT = """import matplotlib.pyplot as plt
+import pandas as pd
+fig, ax = plt.subplots(figsize=(4, 3))
+ax.plot([1, 4, 9, 16])
+plt.show()
+pd.DataFrame({"wine": ["red", "white"], "score": [91, 88]})"""
+
 faux = register_faux_provider()
 faux.set_responses([
     then_ask("Inline \\(E = mc^2\\) and display:\n\n\\[a^2 + b^2 = c^2\\]", "m1"),
@@ -49,6 +60,9 @@ faux.set_responses([
     faux_assistant_message("Long prompt done."),
     then_ask("A paragraph of *plain* text, with `code` in it.\n\n- a list item", "s1"),
     faux_assistant_message("Sizes done."),
+    then_ask("", "r1", code=PLOT),
+    then_ask("Plotted and tabulated.", "r2"),
+    faux_assistant_message("Rich done."),
 ])
 print("setup done")
 '''
@@ -57,6 +71,7 @@ SIZES = "%%pi\nSame size live and frozen."
 LONG = "%%pi\n" + "\n".join(f"row {i}: " + "x" * 30 for i in range(1_200))  # 50 KB
 
 
+RICH = "%%pi --name rich --model faux:faux-1 --approve ask\nPlot and tabulate."
 UNPARSED = "%%pi --name local --model llama.cpp:tiny --approve ask\nCompute 6 * 7 with run_code."
 
 
@@ -71,7 +86,7 @@ def test_what_a_run_shows_live_and_frozen(tmp_path: Path) -> None:
         server.queue_sse(call_then_parse_error("x = 6 * 7\nprint('x is', x)"))
         server.queue_sse(chat_reply("It is 42."))
         local = f"import os; os.environ['LLAMA_CPP_BASE_URL'] = {server.url!r}\n"
-        url = lab.write_notebook("cards.ipynb", [local + SETUP, MATH, LONG, SIZES, UNPARSED])
+        url = lab.write_notebook("cards.ipynb", [local + SETUP, MATH, LONG, SIZES, UNPARSED, RICH])
         with chromium_page(p, lab, "cards-failure.png") as page:
             page.goto(url)
             page.wait_for_selector(".jp-NotebookPanel .jp-CodeCell", timeout=60_000)
@@ -83,6 +98,8 @@ def test_what_a_run_shows_live_and_frozen(tmp_path: Path) -> None:
             _long_prompt(page, cells.nth(2), expect)
             _sizes(page, cells.nth(3), expect)
             _unparsed(page, cells.nth(4), expect, server)
+            _rich(page, cells.nth(5), expect)
+            _reopened(page, url, lab.notebooks / "cards.ipynb", expect)
 
 
 def _approve(cell: Any, expect: Any) -> None:
@@ -191,3 +208,62 @@ def _unparsed(page: Any, cell: Any, expect: Any, server: LoopbackServer) -> None
         ["system", "user"],
         ["system", "user", "assistant", "tool"],
     ]
+
+
+def _figure_and_table(root: Any, expect: Any) -> None:
+    """The card shows the figure (a decoded PNG) and the table, its rows one line high."""
+    card = root.locator(".pi-tool", has_text="run_code")
+    image = card.locator("img")
+    expect(image).to_be_visible(timeout=30_000)
+    assert image.evaluate("i => i.naturalWidth") > 100
+    table = card.locator("table")
+    expect(table).to_contain_text("white")
+    cells = ["", "wine", "score", "0", "red", "91", "1", "white", "88"]
+    expect(table.locator("td, th")).to_contain_text(cells)
+    assert table.locator("tr").last.evaluate("r => r.getBoundingClientRect().height") < 24
+
+
+def _rich(page: Any, cell: Any, expect: Any) -> None:
+    """run_code's code is highlighted Python in the approval card; the figure and DataFrame it
+    made are shown in its card, live and frozen."""
+    run_cell(page, cell)
+    live = cell.locator(".pi-view:not(.pi-static)")
+    code = live.locator(".pi-tool .pi-code")
+    expect(code).to_contain_text("fig, ax = plt.subplots(figsize=(4, 3))", timeout=30_000)
+    expect(code).not_to_contain_text("\\n")
+    assert code.locator("span[style*='color']").count() > 5  # highlighted, not an escaped string
+    code.scroll_into_view_if_needed()
+    cell.screenshot(path=str(SHOTS / "cards-approval-code.png"))
+    _approve(cell, expect)
+    expect(live.get_by_role("button", name="Approve")).to_be_visible(timeout=30_000)  # the next call
+    _figure_and_table(live, expect)
+    cell.screenshot(path=str(SHOTS / "cards-rich-live.png"))
+    _approve(cell, expect)
+    static = cell.locator(".pi-static")
+    expect(static).to_contain_text("Rich done.", timeout=30_000)
+    _figure_and_table(static, expect)
+    expect(static.locator(".pi-code span[style*='color']").first).to_be_visible()
+    cell.screenshot(path=str(SHOTS / "cards-rich-frozen.png"))
+
+
+def _reopened(page: Any, url: str, path: Path, expect: Any) -> None:
+    """Saved, then opened again: the frozen output still shows the figure and the table."""
+    page.locator(".lm-MenuBar-itemLabel", has_text="File").click()
+    page.locator(".lm-Menu-itemLabel").filter(has_text=re.compile(r"^Save( Notebook)?$")).first.click()
+    deadline = 30
+    while deadline and not json.loads(path.read_text())["cells"][5]["outputs"]:
+        page.wait_for_timeout(1_000)
+        deadline -= 1
+    page.screenshot(path=str(SHOTS / "cards-saved.png"))
+    [output] = json.loads(path.read_text())["cells"][5]["outputs"]
+    frozen = "".join(output["data"]["text/html"])
+    assert 'src="data:image/png;base64,' in frozen
+    assert "<table" in frozen
+    page.goto(url)
+    cells = page.locator(".jp-NotebookPanel .jp-CodeCell")
+    cell = cells.nth(5)
+    static = cell.locator(".pi-static")
+    expect(static).to_contain_text("Rich done.", timeout=60_000)
+    static.scroll_into_view_if_needed()
+    _figure_and_table(static, expect)
+    cell.screenshot(path=str(SHOTS / "cards-rich-reopened.png"))
