@@ -19,7 +19,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 from kernel_ipshell import ip_fixture, outputs, run  # noqa: F401
 from loopback import DROP, LoopbackServer, json_reply, serving, sse
 
-from pi_notebook.ai.faux import FauxRegistration, faux_assistant_message
+from pi_notebook.ai.faux import FauxRegistration, faux_assistant_message, faux_tool_call
 from pi_notebook.ai.local_probe import clear_probe_cache
 from pi_notebook.ai.models import unregister_models
 from pi_notebook.notebook import conversations
@@ -31,6 +31,12 @@ MODEL = "--model faux:faux-1"
 
 def pi(shell: Any, line: str, body: str) -> tuple[Any, Any]:
     return run(shell, f"%%pi {line}\n{body}")
+
+
+def set_v() -> Any:
+    """A turn calling a tool the approval policy gates."""
+    call = faux_tool_call("set_variable", {"name": "v", "value": 1}, id="call-1")
+    return faux_assistant_message([call], stop_reason="toolUse")
 
 
 def plain(captured: Any) -> str:
@@ -46,7 +52,7 @@ def test_headless_ask_says_it_became_deny_and_why(
     ip: Any, faux: FauxRegistration, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("PI_NOTEBOOK_HEADLESS", "1")
-    faux.set_responses(["a"])
+    faux.set_responses([set_v(), "a"])
     _, captured = pi(ip, f"{MODEL} --approve ask", "q")
     assert (
         "Headless run (PI_NOTEBOOK_HEADLESS=1): --approve ask became deny, since nobody can click "
@@ -68,13 +74,31 @@ def test_the_approval_notice_appears_only_when_a_gated_tool_is_on(
     ip: Any, faux: FauxRegistration, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("PI_NOTEBOOK_HEADLESS", "1")
-    faux.set_responses(["a", "b", "c"])
+    faux.set_responses(["a", "b", set_v(), "c"])
     _, captured = pi(ip, f"{MODEL} --tools read", "q")
     assert plain(captured) == "> q\n\na\n"
     _, captured = pi(ip, "--tools none", "q")
     assert "Headless run" not in plain(captured)
-    _, captured = pi(ip, "--tools read,run_code", "q")
+    _, captured = pi(ip, "--tools read,set_variable", "q")
     assert "Headless run: approvals follow --approve deny" in plain(captured)
+
+
+def test_an_answer_that_used_no_tool_says_nothing_about_blocked_tools(
+    ip: Any, faux: FauxRegistration, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The policy's line comes with the first call it decides: a plain answer has none, a
+    read-only call neither, and a gated call gets it once, after the transcript so far."""
+    monkeypatch.setenv("PI_NOTEBOOK_HEADLESS", "1")
+    read = faux_assistant_message([faux_tool_call("list_variables", {}, id="r")], stop_reason="toolUse")
+    faux.set_responses(["plain answer", read, "seen", set_v(), set_v(), "done"])
+    _, captured = pi(ip, MODEL, "q")
+    assert "blocked" not in plain(captured)
+    assert "Headless run" not in plain(captured)
+    _, captured = pi(ip, MODEL, "look")
+    assert "Headless run" not in plain(captured)
+    _, captured = pi(ip, MODEL, "set v")
+    assert plain(captured).count("Headless run: approvals follow --approve deny") == 1
+    assert "v" not in ip.user_ns
 
 
 def test_an_ignored_thinking_level_is_said_once(ip: Any, faux: FauxRegistration) -> None:

@@ -320,7 +320,8 @@ def test_headless_is_forced_by_the_environment(
     ip: Any, faux: FauxRegistration, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("PI_NOTEBOOK_HEADLESS", "1")
-    faux.set_responses(["a", "b"])
+    set_v = tool_use("set_variable", {"name": "v", "value": 1})
+    faux.set_responses([set_v, "a", set_v, "b"])
     _, captured = pi(ip, MODEL, "q")
     assert (
         "Headless run: approvals follow --approve deny; insert_cell, run_code, set_variable are blocked"

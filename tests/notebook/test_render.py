@@ -29,6 +29,7 @@ from pi_notebook.notebook.view.render import (
     footer_text,
     format_details,
     frontend_markdown,
+    prompt_html,
     render_html,
     render_markdown,
     render_text,
@@ -38,6 +39,7 @@ from pi_notebook.notebook.view.render import (
     static_bundle,
 )
 from pi_notebook.notebook.view.render.rich import CELL_STYLE, TABLE_STYLE, table_html
+from pi_notebook.notebook.view.render.text import PROMPT_CHARS, PROMPT_LINES, fold_prompt
 
 PROMPT = "Add 2 and 3, then read missing.txt"
 
@@ -366,6 +368,53 @@ def test_frontend_markdown_keeps_dollars_literal() -> None:
     # Math the model clearly writes as math, and code, are left alone.
     assert frontend_markdown("$$x^2$$ and\n$$\ny\n$$\n") == "$$x^2$$ and\n$$\ny\n$$\n"
     assert frontend_markdown("`$a$` and\n```\n$b$\n```\n") == "`$a$` and\n```\n$b$\n```\n"
+
+
+def test_frontend_markdown_passes_tex_delimiters_to_mathjax() -> None:
+    """JupyterLab takes ``\\\\(`` math out before its Markdown parser; a model's ``\\(`` is a
+    Markdown escape of ``(`` and showed as ``(E)``."""
+    assert frontend_markdown("so \\(E = mc^2\\) holds") == "so \\\\(E = mc^2\\\\) holds"
+    assert frontend_markdown("one \\[a<b\\] two") == "one \\\\[a\\lt b\\\\] two"
+    block = "see\n\\[\nx <y\n\\] after <b>\n"
+    assert frontend_markdown(block) == "see\n\\\\[\nx \\lt y\n\\\\] after &lt;b>\n"
+    # an unclosed \( is text; a blank line ends an unclosed \[ block, and tags after it are disarmed
+    assert frontend_markdown("a \\( b") == "a \\( b"
+    assert frontend_markdown("\\[\nx\n\n<b>") == "\\\\[\nx\n\n&lt;b>"
+    assert frontend_markdown("`\\(x\\)`") == "`\\(x\\)`"  # code stays code
+    # a link inside math that a math-less parser would read is checked and disarmed
+    hostile = "\\[\n[x](javascript:alert(1))\n\nz"
+    assert not renders_unsafe_link(frontend_markdown(hostile))
+    assert not renders_raw_html(frontend_markdown("\\(<img src=x>\\)"))
+
+
+def test_render_markdown_keeps_tex_delimiters_for_mathjax() -> None:
+    assert render_markdown("so \\(E = mc^2\\) holds") == "<p>so \\(E = mc^2\\) holds</p>\n"
+    shown = render_markdown("see\n\\[\nx_1 *y* <b>\n\\]")
+    assert shown == "<p>see\n\\[\nx_1 *y* &lt;b&gt;\n\\]</p>\n"  # not Markdown inside, escaped
+    assert render_markdown("a \\( b") == "<p>a ( b</p>\n"
+    assert render_markdown("`\\(x\\)`").count("<code") == 1
+    assert_inert(render_markdown("\\(<script>alert(1)</script>\\)"))
+
+
+def test_a_long_prompt_is_folded_and_nothing_is_lost() -> None:
+    many_lines = "\n".join(f"row {i}: " + "x" * 40 for i in range(1_200))
+    one_word = "y" * 50_000
+    for prompt in (many_lines, one_word, "a\n" * (2 * PROMPT_LINES) + "end"):
+        head, rest = fold_prompt(prompt)
+        assert head + rest == prompt
+        assert rest
+        assert len(head) <= PROMPT_CHARS
+        assert head.count("\n") < PROMPT_LINES
+    assert fold_prompt("short\nprompt") == ("short\nprompt", "")
+    markup = prompt_html(many_lines + "\n<b>the end</b>")
+    assert_inert(markup)
+    shown, folded = markup.split("<details", 1)
+    assert "row 7:" in shown
+    assert "row 8:" not in shown
+    assert "Show the whole prompt (" in folded
+    assert "row 1199:" in folded
+    assert "&lt;b&gt;the end&lt;/b&gt;" in folded
+    assert "<details" not in prompt_html("a short prompt")
 
 
 def test_render_html_keeps_dollars_out_of_mathjax() -> None:

@@ -7,6 +7,7 @@ short."""
 from __future__ import annotations
 
 import asyncio
+import json
 import sys
 import time
 from collections.abc import Iterator
@@ -25,8 +26,9 @@ from pi_notebook.agent import Agent
 from pi_notebook.ai.faux import FauxRegistration, faux_assistant_message, faux_tool_call
 from pi_notebook.ai.local_probe import clear_probe_cache
 from pi_notebook.ai.models import unregister_models
-from pi_notebook.notebook.config import NO_TIMEOUT_MS
+from pi_notebook.notebook.config import DEFAULT_NAME, NO_TIMEOUT_MS
 from pi_notebook.notebook.run import runner
+from pi_notebook.notebook.state import state_for
 from pi_notebook.notebook.view import notices as view_notices
 from pi_notebook.notebook.view.run_view import StaticView
 from pi_notebook.runtime import AgentSession, AgentSessionSettings, RetrySettings
@@ -394,3 +396,61 @@ async def test_the_live_view_shows_the_wait_and_its_stop_button_ends_it(faux: Fa
     assert "Retry 1 of 3 cancelled after: 529 overloaded_error: Overloaded" in view._notice.value
     assert faux.state.call_count == 1
     view.close()
+
+
+# --- a tool call the server could not parse after it --------------------------------------------
+
+UNPARSED = "The model produced output that does not match the expected Hermes 2 Pro format"
+
+
+def call_then_parse_error(code: str = "x = 6 * 7") -> list[bytes]:
+    """What llama-server streams when the text after a complete tool call does not parse: the
+    call's deltas, then an error event, and no ``[DONE]``."""
+    head = {"id": "c1", "object": "chat.completion.chunk", "created": 1, "model": "tiny"}
+    call = {"index": 0, "id": "t1", "type": "function", "function": {"name": "run_code", "arguments": ""}}
+    args = {"index": 0, "function": {"arguments": json.dumps({"code": code})}}
+    chunks = [
+        {**head, "choices": [{"index": 0, "delta": {"role": "assistant", "content": None}}]},
+        {**head, "choices": [{"index": 0, "delta": {"tool_calls": [call]}}]},
+        {**head, "choices": [{"index": 0, "delta": {"tool_calls": [args]}}]},
+    ]
+    error = {"error": {"code": 500, "message": UNPARSED, "type": "server_error"}}
+    return [sse(c) for c in chunks] + [sse(error)]
+
+
+def test_a_parse_error_after_a_complete_call_leaves_it_not_executed_where_nobody_can_click(
+    ip: Any, server: LoopbackServer
+) -> None:
+    configure(ip)
+    server.queue_sse(call_then_parse_error())
+    _, captured = pi(ip, "--model llama.cpp:tiny --approve auto", "compute")
+    shown = plain(captured)
+    assert "x" not in ip.user_ns
+    assert "[tool] run_code (error)" in shown
+    assert "not executed" in shown
+    assert "the server could not parse the model's tool call" in shown
+    assert len(chat_requests(server)) == 1, "a parse error is not retried"
+
+
+def test_running_the_cell_again_after_a_failure_sends_the_prompt_once(
+    ip: Any, server: LoopbackServer
+) -> None:
+    configure(ip)
+    server.queue_sse(call_then_parse_error())
+    server.queue(json_reply(404, {"error": "no /props here"}))  # the cell probes again
+    server.queue_sse(chat_reply("Fine now."))
+    _, captured = pi(ip, LOCAL, "compute 6 * 7")
+    assert "Run the cell again" in plain(captured)
+    _, captured = pi(ip, LOCAL, "compute 6 * 7")
+    assert "The failed attempt of this prompt was replaced by this run" in plain(captured)
+    requests = chat_requests(server)
+    assert [[m["role"] for m in r.json["messages"]] for r in requests] == [["system", "user"]] * 2
+    result = ip.user_ns["_pi"]
+    assert result.text == "Fine now."
+    assert [m.role for m in ip.user_ns["_pi"].messages] == ["user", "assistant"]
+    # the session file keeps the failed attempts as branches; its current branch has one prompt
+    manager = state_for(ip).sessions.session(DEFAULT_NAME).session_manager
+    path = [getattr(e, "message", None) for e in manager.get_branch()]
+    assert [m.role for m in path if m is not None] == ["user", "assistant"]
+    prompts = [e for e in manager.get_entries() if getattr(getattr(e, "message", None), "role", "") == "user"]
+    assert len(prompts) == 2

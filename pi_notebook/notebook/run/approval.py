@@ -238,7 +238,8 @@ class ApprovalGate:
     ``approvals``: the per-tool map. ``request(tool_call_id)`` asks the user (the live view's
     Approve / Deny; ``None`` when nobody can click); ``mark`` shows a decision taken without
     asking on the card; ``note`` shows a hook's reason on the card; ``signal()`` is the run's
-    abort signal, which ends a wait for a click.
+    abort signal, which ends a wait for a click; ``announce`` is called once, at the first call
+    the run's policy decides (the runner shows the policy's line then, not before).
     """
 
     def __init__(
@@ -251,6 +252,7 @@ class ApprovalGate:
         approvals: Mapping[str, Policy] | None = None,
         headless: bool = False,
         signal: Callable[[], AbortSignal | None] | None = None,
+        announce: Callable[[], None] | None = None,
     ) -> None:
         if policy == "ask" and request is None:
             raise ValueError("policy 'ask' needs a way to ask")
@@ -258,6 +260,7 @@ class ApprovalGate:
         self.approvals: dict[str, Policy] = dict(approvals or {})
         self.headless = headless
         self._signal = signal
+        self._announce = announce
         self.denied: list[str] = []
         self.approved: set[str] = set()
         """Calls the user approved through ``ask_approval``: the gate does not ask twice."""
@@ -270,6 +273,9 @@ class ApprovalGate:
     ) -> BeforeToolCallResult | None:
         call = ctx.tool_call
         decision = self.decision(call.name, find_tool(ctx.context.tools, call.name))
+        if decision is not None and decision.source == "run" and self._announce is not None:
+            announce, self._announce = self._announce, None
+            announce()
         if decision is None or decision.policy == "auto":
             return None
         if decision.policy == "ask" and call.id in self.approved:

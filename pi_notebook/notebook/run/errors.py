@@ -39,7 +39,7 @@ from ...ai.overflow import is_context_overflow
 from ...ai.types import Model
 from ..tools.references import single_line
 
-__all__ = ["INTERRUPTED", "RunFailed", "RunInterrupted", "explain_error"]
+__all__ = ["INTERRUPTED", "RunFailed", "RunInterrupted", "explain_error", "is_unparsed_tool_call"]
 
 INTERRUPTED = (
     "Interrupted: the %%pi run was aborted. Its output above shows how far it got; "
@@ -82,6 +82,11 @@ def _kind(message: str, failure: RequestFailure | None) -> str | None:
     if message.startswith(TIMED_OUT):
         return "timeout"
     return "connect" if message.startswith(_CONNECTION) else None
+
+
+def is_unparsed_tool_call(message: str | None) -> bool:
+    """Whether an error is a local server's "could not parse the model's output" (llama.cpp)."""
+    return bool(message) and _UNPARSED_TOOL_CALL in str(message)
 
 
 def explain_error(message: str | None, model: Model, failure: RequestFailure | None = None) -> str | None:

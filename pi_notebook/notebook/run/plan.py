@@ -7,10 +7,11 @@ looks once for a recorded session of it that ``%pi resume`` would continue. ``pl
 only reads: the prompt as typed and as sent (``/skill:name`` and ``/template`` expanded as Pi
 expands them, then ``$`expr``` references), the mode (live
 or static, can anyone click, headless), the approval policy and the tools it gates, the lines
-shown under the run from the start, the recording to replay, whether a failure raises, the
-session settings for the run (retries, compaction, the summary timeout) and the budgets of the
-run and of its conversation (refused before anything runs when the model has no prices for a
-dollar budget, or the conversation has spent its own). The runner
+shown under the run from the start (a headless run's approval line waits for the first call
+the policy decides), the recording to replay, whether a failure raises, the session settings
+for the run (retries, compaction, the summary timeout) and the budgets of the run and of its
+conversation (refused before anything runs when the model has no prices for a dollar budget,
+or the conversation has spent its own). The runner
 (``runner.py``) executes a plan.
 """
 
@@ -67,6 +68,11 @@ class RunPlan:
     """The tools whose policy is ``--approve``'s (the approval notice names them)."""
     notices: tuple[str, ...]
     """The lines under the run from its start, in order."""
+    approval_notice: str | None
+    """A headless run's line on the approval policy, shown when the policy first decides a call
+    of a tool it gates: an answer that used no tool says nothing about blocked tools. (Where
+    controls are inactive in a watched run, the line says why from the start, in ``notices``:
+    it concerns Stop and the other controls too.)"""
     replay: Recording | None
     raise_on_error: bool
     settings: AgentSessionSettings
@@ -131,6 +137,9 @@ def plan_run(
     conversation_budget = _conversation_budget(state)
     if not options.replay:
         _check_budgets(state, options, agent, conversation_budget)
+    policy_line = approval.notice if gated else None
+    later = policy_line if mode.headless.headless else None
+    upfront = (policy_line,) if policy_line and not later else ()
     return RunPlan(
         options=options,
         prompt=prompt,
@@ -139,10 +148,12 @@ def plan_run(
         approval=approval,
         gated=tuple(gated),
         notices=(
-            *_setting_notices(state, options, agent, approval, gated),
+            *_setting_notices(state, options, agent),
+            *upfront,
             *(state.resources.notices(resources) if resources is not None else ()),
             *notes,
         ),
+        approval_notice=later,
         replay=_recording(state, options, agent, prompt) if options.replay else None,
         raise_on_error=raise_on_error,
         settings=_session_settings(state, options),
@@ -167,14 +178,11 @@ def _gated_tools(state: NotebookState, options: RunOptions, agent: Agent) -> lis
     ]
 
 
-def _setting_notices(
-    state: NotebookState, options: RunOptions, agent: Agent, approval: ApprovalSetup, gated: list[str]
-) -> list[str]:
+def _setting_notices(state: NotebookState, options: RunOptions, agent: Agent) -> list[str]:
     """Lines that explain a setting: what is wrong with Pi's ``settings.json`` (each problem
-    once), the approval policy (only when a tool it gates is on), a ``--thinking`` level the
-    model ignores (once per conversation and model), an ignored seed."""
+    once), a ``--thinking`` level the model ignores (once per conversation and model), an
+    ignored seed."""
     lines = state.settings_notices(state.defaults().notices())
-    lines += [approval.notice] if approval.notice and gated else []
     thinking = state.thinking_ignored(options.name, agent)
     seed = seed_notice(options.seed, agent.state.model)
     return lines + [line for line in (thinking, seed) if line]

@@ -46,6 +46,7 @@ from ...agent import Agent
 from ...agent.types import TurnContext
 from ...ai.abort import ABORT_MESSAGE, AbortSignal
 from ...ai.failures import RequestFailure, failure_of
+from ...ai.types import AssistantMessage
 from ...runtime import AgentSession
 from ..config import DEFAULT_NAME
 from ..kernel.compat import cell_running, get_kernel, install_comm_ack
@@ -55,8 +56,10 @@ from ..kernel.queued import watch_queued
 from ..options import parse_options
 from ..result import PiResult, run_result
 from ..sessions.replay import continue_after, play
+from ..sessions.sessions import RUN_ENTRY
 from ..state import NotebookState, state_for
 from ..tools.notebook_tools import Dispatch, is_notebook_tool, run_here, select_mcp_tools
+from ..view.notices import rerun_turn
 from ..view.reduce import add_notice, explain
 from ..view.render import render_html, render_text
 from ..view.run_view import RunView, StaticView
@@ -68,6 +71,7 @@ from .plan import RunPlan, plan_run, prepare_conversation, strip_markers
 from .reattach import attach, shows_run
 from .requests import probe_local_server, run_options
 from .trust import ask_trust, prepare_trust
+from .unparsed import RunCallsOnce, repaired, retry_in_place, unparsed_calls
 
 __all__ = ["PiRun", "prepare_run", "run_pi", "run_pi_sync"]
 
@@ -78,6 +82,12 @@ RELOADED_NOTICE = (
     'shows "model not found" after a kernel restart. To keep it: run {command} in a new cell '
     "(a static copy), then clear this output (Clear Cell Output in the cell's context menu)."
 )
+
+OFFER_UNPARSED = (
+    "not executed: the server could not parse the model's output after this call. "
+    "Approve runs it (the model then gets its result), Deny leaves it."
+)
+RETRIED_IN_PLACE = "The failed attempt of this prompt was replaced by this run (the prompt is sent once)."
 
 RUN_EVENTS = frozenset({"agent_start", "message_end", "compaction_end", "auto_retry_end", "budget_reached"})
 """The session events the run's bookkeeping needs (the view hears them all)."""
@@ -171,6 +181,9 @@ class PiRun:
     def started(self) -> None:
         """Write the run entry and tell the shell's state (and its observers) that the run begins."""
         if self.plan.replay is None:
+            manager = self.session.session_manager
+            if retry_in_place(self.agent, manager, self.plan.message, RUN_ENTRY):
+                self.view.add_notice(RETRIED_IN_PLACE, "retry-in-place")
             self.state.sessions.begin_run(self.plan.name, self.agent, self.plan.prompt)
         self.state.run_started(self.plan.name, self.agent, self.plan.message)
 
@@ -212,6 +225,7 @@ class PiRun:
             await probe_local_server(self.agent)
             with extensions.using_ui(self._extension_ui()):
                 await self.session.prompt(self.plan.message, run=run, budget=self.plan.budget)
+                await self._offer_unparsed(gate, run)
         except asyncio.CancelledError:
             self.interrupted = True
         finally:
@@ -220,6 +234,33 @@ class PiRun:
             self.finished = True
             for stop in unsubscribe:
                 stop()
+
+    async def _offer_unparsed(self, gate: ApprovalGate, run: Any) -> None:
+        """The run ended in the server's parse error after complete tool calls: where someone
+        can click, each card asks (Approve runs the call, through the run's policy); the
+        approved calls then run in the agent's loop as the turn's own, and the model goes on."""
+        messages = self.agent.state.messages
+        failed = messages[-1] if messages and self.plan.mode.can_ask else None
+        calls = unparsed_calls(failed)
+        if not isinstance(failed, AssistantMessage) or not calls or self.aborted:
+            return
+        chosen = []
+        for call in calls:
+            self._note_approval(call.id, OFFER_UNPARSED)
+            if await self.view.request_approval(call.id):
+                chosen.append(call)
+            self._note_approval(call.id, "")
+        if not chosen or self.aborted:
+            return
+        gate.approved.update(call.id for call in chosen)  # the click was the approval
+        self.agent.state.messages = messages[:-1]  # the failed turn stays in the session file
+        rerun_turn(self.view.state)
+        original = self.agent.stream_fn
+        self.agent.stream_fn = RunCallsOnce(original, repaired(failed, chosen))
+        try:
+            await self.agent.continue_(run=run)
+        finally:
+            self.agent.stream_fn = original
 
     def _gate(self) -> ApprovalGate:
         """The approval policies of this run: ``--approve``, the per-tool map, tools' own."""
@@ -232,6 +273,7 @@ class PiRun:
             approvals=self.state.approvals(),
             headless=mode.headless.headless,
             signal=lambda: self.agent.signal,
+            announce=self._announce_policy,
         )
 
     def _extension_ui(self) -> CellUI:
@@ -243,6 +285,11 @@ class PiRun:
             why = (mode.reason or "nobody can answer in this run").removeprefix("Controls inactive: ")
         live = self.view if mode.can_ask else None
         return CellUI(self.view.add_notice, live=live, why=why.rstrip("."), signal=lambda: self.agent.signal)
+
+    def _announce_policy(self) -> None:
+        """The approval policy's line, at the first call it decides (``RunPlan.approval_notice``)."""
+        if self.plan.approval_notice:
+            self.view.add_notice(self.plan.approval_notice, "approval")
 
     def _note_approval(self, tool_call_id: str, reason: str) -> None:
         """Show a hook's reason for asking on the tool card while it waits ("" clears it)."""

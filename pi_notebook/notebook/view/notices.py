@@ -33,7 +33,15 @@ from typing import Any
 from ..tools.references import truncate
 from .state import Notice, RetryNote, ViewState
 
-__all__ = ["SESSION_HANDLERS", "add_notice", "compaction_text", "drop_notice", "on_agent_start", "reopen"]
+__all__ = [
+    "SESSION_HANDLERS",
+    "add_notice",
+    "compaction_text",
+    "drop_notice",
+    "on_agent_start",
+    "reopen",
+    "rerun_turn",
+]
 
 MAX_ERROR_CHARS = 200
 _WHY = {"threshold": " (context near the model's window)", "overflow": " (context overflow)"}
@@ -66,6 +74,13 @@ def reopen(state: ViewState) -> None:
     state.stop_reason = None
     state.error_message = None
     state.rev += 1
+
+
+def rerun_turn(state: ViewState) -> None:
+    """The failed turn goes on after all (the user chose to run its tool calls): running
+    again, and its next ``turn_start`` is that turn, not a new one."""
+    reopen(state)
+    state._retried_call = True
 
 
 def compaction_text(reason: str, tokens_before: int) -> str:

@@ -4,8 +4,8 @@
   shown by JupyterLab's or VS Code's Markdown renderer never makes the browser fetch a URL the
   model chose; breaks links whose destination is not ``http``, ``https``, ``mailto`` or a
   relative URL, so no ``javascript:`` link can be clicked; escapes lone dollar signs, so "$5
-  and $6" is not typeset as math; and keeps the work of the frontend's parser bounded
-  (``limits``).
+  and $6" is not typeset as math; passes ``\\( \\)`` and ``\\[ \\]`` math on as math (see
+  ``TEX_OPEN``); and keeps the work of the frontend's parser bounded (``limits``).
 * ``safe_split`` finds the end of the complete blocks of a growing Markdown text, so the live
   view can freeze them and re-send only the tail; ``SplitScanner`` does it reading each line
   of the growing text once, not the whole tail on every frame.
@@ -51,6 +51,42 @@ DOLLAR = "\\\\$"
 """A lone ``$`` as Markdown for JupyterLab: ``\\\\$``. Its Markdown parser turns it into the text
 ``\\$``, which MathJax (``processEscapes``) shows as a plain ``$``. A plain ``$`` or ``\\$`` would
 reach MathJax as ``$`` and pair with the next one: "costs $5 and $6" came out as italic math."""
+
+
+TEX_OPEN = {"(": "\\\\(", "[": "\\\\["}
+"""``\\(`` and ``\\[`` as Markdown for JupyterLab: doubled. Its renderer takes math out of the text
+before the Markdown parser sees it, and it knows ``$``, ``$$`` and ``\\\\(``/``\\\\[`` (two
+backslashes); the ``\\(`` a model writes is a Markdown escape of ``(``, so ``\\(E\\)`` came out
+as ``(E)``. Doubled, the parser leaves ``\\(`` for MathJax."""
+TEX_CLOSE = {"(": "\\)", "[": "\\]"}
+
+
+def _disarm_math(text: str) -> str:
+    """Math for a frontend: no tag opener or image marker (a parser without JupyterLab's math
+    step would read them); ``<x`` is TeX's ``\\lt x``."""
+    return _OPENER.sub(r"\\lt ", text).replace("![", "&#33;[")
+
+
+def _tex_math(line: str, j: int) -> tuple[str, int, str]:
+    """``\\(`` or ``\\[`` at ``j``: the Markdown to emit, where to go on, and the bracket of a
+    display math block left open at the end of the line (``""`` when it closed)."""
+    bracket = line[j + 1]
+    close = line.find(TEX_CLOSE[bracket], j + 2)
+    if close == -1:
+        if bracket == "(":  # inline math ends on its line: this one is plain text
+            return line[j : j + 2], j + 2, ""
+        return TEX_OPEN[bracket] + _disarm_math(line[j + 2 :]), len(line), bracket
+    inner = _disarm_math(line[j + 2 : close])
+    return TEX_OPEN[bracket] + inner + "\\" + TEX_CLOSE[bracket], close + 2, ""
+
+
+def _in_display_math(line: str) -> tuple[str, str | None]:
+    """A line inside an open ``\\[`` block: the math part to emit and the rest of the line after
+    ``\\]`` (``None``: still open; a blank line ends it, as it ends math in JupyterLab)."""
+    close = line.find("\\]")
+    if close == -1:
+        return _disarm_math(line), None if line.strip() else ""
+    return _disarm_math(line[:close]) + "\\\\]", line[close + 2 :]
 
 
 def _run_length(line: str, i: int, char: str) -> int:
@@ -133,10 +169,11 @@ def _escape_char(line: str, j: int) -> tuple[str, int]:
     return ("&#33;" if nxt == "[" else "!"), j + 1
 
 
-def _escape_line(line: str) -> tuple[str, bool]:
+def _escape_line(line: str) -> tuple[str, bool, str]:
     """Disarm tag openers, image markers and unsafe link destinations outside code spans; keep
-    backslash escapes and safe autolinks. Returns the line and whether a code span kept a
-    ``<tag``, ``![`` or ``](`` (then the caller checks the result with a real parser). Jumps
+    backslash escapes and safe autolinks; double ``\\(`` / ``\\[`` math (``TEX_OPEN``). Returns
+    the line, whether a code span kept a ``<tag``, ``![`` or ``](`` (then the caller checks the
+    result with a real parser), and ``"["`` when a ``\\[`` block goes on after the line. Jumps
     between special characters with a regex, so plain prose costs one C-level scan."""
     out: list[str] = []
     risky = False
@@ -148,11 +185,15 @@ def _escape_line(line: str) -> tuple[str, bool]:
         if char == "`" or (char == "$" and _run_length(line, j, char) > 1):
             emitted, i, kept = _code_run(line, j, char)
             risky = risky or kept
+        elif char == "\\" and line[j + 1 : j + 2] in TEX_OPEN:
+            emitted, i, bracket = _tex_math(line, j)
+            if bracket:
+                return "".join(out) + emitted, risky, bracket
         else:
             emitted, i = _escape_char(line, j)
         out.append(emitted)
     out.append(line[i:])
-    return "".join(out), risky
+    return "".join(out), risky, ""
 
 
 @lru_cache(maxsize=1)
@@ -222,6 +263,8 @@ def frontend_markdown(text: str) -> str:
     renders the live view's Markdown without its HTML sanitiser, so a ``javascript:`` link
     would run when clicked. A lone ``$`` (or the model's ``\\$``) becomes ``DOLLAR``, so money
     and ``$`expr``` references read as written; ``$$...$$`` is left to the frontend's MathJax.
+    ``\\(...\\)`` (on one line) and ``\\[...\\]`` (up to a blank line) are doubled for
+    JupyterLab's math step (``TEX_OPEN``), their ``<x`` made ``\\lt x`` as in ``$$``.
     A line nesting more than ``limits.MAX_NESTING`` quotes or lists is cut there, and a text
     with ``too_much_markup`` is sent as a code block (``plain_markdown``). Other text is
     returned unchanged.
@@ -233,13 +276,32 @@ def frontend_markdown(text: str) -> str:
     """
     if too_much_markup(text):
         return plain_markdown(text)
-    if "<" not in text and "![" not in text and "$" not in text and "]" not in text:
+    if "<" not in text and "![" not in text and "$" not in text and "]" not in text and "\\(" not in text:
         return cap_nesting(text)
+    result, risky = _escape_lines(text)
+    # Math is not disarmed for links: where it is not taken out as math (an unclosed block,
+    # another frontend) the parser check decides.
+    risky = risky or (("\\(" in text or "\\[" in text) and _RISKY.search(result) is not None)
+    if risky and (renders_raw_html(result) or renders_unsafe_link(result)):
+        return _escape_everywhere(cap_nesting(text))
+    return result
+
+
+def _escape_lines(text: str) -> tuple[str, bool]:
+    """``frontend_markdown``'s line scan: fenced code as is, ``\\[`` blocks as math, other lines
+    through ``_escape_line``; and whether a code span kept something a parser must check."""
     out: list[str] = []
-    fence = ""
+    fence = math = ""
     risky = False
     for line in text.splitlines(keepends=True):
-        if fence:
+        if math:
+            emitted, rest = _in_display_math(line)
+            out.append(emitted)
+            if rest is not None:  # the block closed: the rest of the line is prose
+                escaped, line_risky, math = _escape_line(rest)
+                out.append(escaped)
+                risky = risky or line_risky
+        elif fence:
             if closes_fence(line, fence):
                 fence = ""
             risky = risky or _RISKY.search(line) is not None
@@ -249,13 +311,10 @@ def frontend_markdown(text: str) -> str:
             risky = risky or _RISKY.search(line) is not None
             out.append(line)
         else:
-            escaped, line_risky = _escape_line(cap_line(line))
+            escaped, line_risky, math = _escape_line(cap_line(line))
             risky = risky or line_risky
             out.append(escaped)
-    result = "".join(out)
-    if risky and (renders_raw_html(result) or renders_unsafe_link(result)):
-        return _escape_everywhere(cap_nesting(text))
-    return result
+    return "".join(out), risky
 
 
 _LIST_OR_QUOTE = re.compile(r"(?:[-+*>]|\d{1,9}[.)])(?:\s|$)")

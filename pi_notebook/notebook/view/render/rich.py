@@ -32,7 +32,7 @@ _BASE64 = re.compile(r"[A-Za-z0-9+/]*={0,2}")
 _MAGIC = {"image/png": b"\x89PNG\r\n\x1a\n", "image/jpeg": b"\xff\xd8\xff"}
 _LONG_WORD = re.compile(r"\S{81,}")
 IMAGE_STYLE = "display:block;max-width:100%;height:auto;margin:4px 0;"
-TABLE_STYLE = "border-collapse:collapse;margin:4px 0;font-size:12px;"
+TABLE_STYLE = "border-collapse:collapse;margin:4px 0;font-size:12px;line-height:1.5;"
 CELL_STYLE = "border:1px solid rgba(127,127,127,.4);padding:2px 8px;text-align:right;"
 RICH_STYLE = "max-width:100%;max-height:32em;overflow:auto;margin:3px 0;"
 

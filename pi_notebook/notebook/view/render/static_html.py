@@ -21,6 +21,7 @@ from markdown_it import MarkdownIt
 from markdown_it.common.utils import escapeHtml
 from markdown_it.renderer import RendererHTML
 from markdown_it.rules_core import StateCore
+from markdown_it.rules_inline import StateInline
 from markdown_it.token import Token
 from markdown_it.utils import EnvType, OptionsDict
 
@@ -32,6 +33,7 @@ from .text import (
     clip,
     code_arg,
     end_text,
+    fold_prompt,
     footer_text,
     format_args,
     format_details,
@@ -163,10 +165,39 @@ def _render_code_inline(
     return f"<code{renderer.renderAttrs(token)}>{breakable(token.content, escapeHtml)}</code>"
 
 
+_TEX_CLOSE = {"(": "\\)", "[": "\\]"}
+MAX_TEX = 2000
+"""Longest ``\\(...\\)`` / ``\\[...\\]`` kept whole for MathJax (as ``$$...$$`` in ``breakable``)."""
+
+
+def _tex_math(state: StateInline, silent: bool) -> bool:
+    """``\\(...\\)`` and ``\\[...\\]`` (within one paragraph) kept as written for MathJax:
+    CommonMark reads ``\\(`` as an escaped ``(``, so ``\\(E\\)`` came out as ``(E)``. Only
+    escaped text: the math is not parsed as Markdown, and MathJax typesets it in ``.pi-text``."""
+    src, pos = state.src, state.pos
+    if src[pos] != "\\" or src[pos + 1 : pos + 2] not in _TEX_CLOSE:
+        return False
+    close = src.find(_TEX_CLOSE[src[pos + 1]], pos + 2, state.posMax)
+    if close == -1 or close - pos > MAX_TEX:
+        return False
+    if not silent:
+        state.push("tex_math", "", 0).content = src[pos : close + 2]
+    state.pos = close + 2
+    return True
+
+
+def _render_tex(
+    renderer: RendererHTML, tokens: list[Token], idx: int, options: OptionsDict, env: EnvType
+) -> str:
+    return escapeHtml(tokens[idx].content)
+
+
 @lru_cache(maxsize=1)
 def _markdown() -> MarkdownIt:
     md = MarkdownIt("commonmark", {"html": False}).enable(["table", "strikethrough"])
     md.validateLink = _safe_link  # type: ignore[method-assign]
+    md.inline.ruler.before("escape", "tex_math", _tex_math)
+    md.add_render_rule("tex_math", _render_tex)
     md.add_render_rule("text", _render_text)
     md.add_render_rule("image", _render_image_as_link)
     md.add_render_rule("link_open", _render_link_open)
@@ -194,26 +225,32 @@ def render_markdown(text: str) -> str:
 # --- HTML ------------------------------------------------------------------------------------
 
 _MONO = "font-family:var(--jp-code-font-family,ui-monospace,SFMono-Regular,Menlo,monospace);"
+_LINE = "line-height:1.5;"
+# Each line-height is set on the element itself, not inherited from the view: live, these
+# elements sit in ipywidgets' HTML widgets, whose line-height is the 28 px of a widget row.
+CONTENT = "font-size:var(--jp-content-font-size1,14px);line-height:var(--jp-content-line-height,1.6);"
+"""The assistant's Markdown in the frozen output: the size and line height JupyterLab gives the
+live view's Markdown, so the text does not shrink when the output freezes."""
 STYLE = {
     # A long word wraps (at the <wbr> of ``breakable``) instead of widening the page.
     "pi-view": "font-family:var(--jp-ui-font-family,system-ui,-apple-system,'Segoe UI',sans-serif);"
     "font-size:13px;line-height:1.5;border-left:3px solid #8b7cf6;padding:2px 0 2px 10px;margin:4px 0;"
     "overflow-wrap:break-word;",
-    "pi-prompt": "white-space:pre-wrap;font-weight:600;opacity:.85;margin:2px 0 6px;",
-    "pi-text": "margin:4px 0;overflow-x:auto;",
+    "pi-prompt": "white-space:pre-wrap;font-weight:600;opacity:.85;margin:2px 0 6px;" + _LINE,
+    "pi-text": "margin:4px 0;overflow-x:auto;" + CONTENT,
     "pi-thinking": "opacity:.75;margin:4px 0;",
     "pi-summary": "cursor:pointer;font-style:italic;",
     "pi-tool": "border:1px solid rgba(127,127,127,.35);border-radius:6px;padding:4px 8px;margin:6px 0;",
-    "pi-tool-head": _MONO + "font-size:12px;",
+    "pi-tool-head": _MONO + "font-size:12px;" + _LINE,
     "pi-pre": _MONO + "white-space:pre-wrap;word-break:break-word;font-size:12px;margin:3px 0;"
     "padding:4px 6px;background:rgba(127,127,127,.08);border-radius:4px;max-height:24em;overflow:auto;",
-    "pi-progress": "font-size:12px;opacity:.8;white-space:pre-wrap;",
-    "pi-user": "white-space:pre-wrap;font-style:italic;opacity:.85;margin:6px 0;",
-    "pi-queued": "white-space:pre-wrap;font-size:12px;opacity:.7;",
-    "pi-error": "white-space:pre-wrap;color:#c62828;font-weight:600;margin:6px 0;",
-    "pi-notice": "white-space:pre-wrap;font-size:12px;opacity:.75;margin:4px 0;",
+    "pi-progress": "font-size:12px;opacity:.8;white-space:pre-wrap;" + _LINE,
+    "pi-user": "white-space:pre-wrap;font-style:italic;opacity:.85;margin:6px 0;" + _LINE,
+    "pi-queued": "white-space:pre-wrap;font-size:12px;opacity:.7;" + _LINE,
+    "pi-error": "white-space:pre-wrap;color:#c62828;font-weight:600;margin:6px 0;" + _LINE,
+    "pi-notice": "white-space:pre-wrap;font-size:12px;opacity:.75;margin:4px 0;" + _LINE,
     "pi-footer": "font-size:12px;opacity:.7;border-top:1px solid rgba(127,127,127,.25);"
-    "margin-top:6px;padding-top:2px;",
+    "margin-top:6px;padding-top:2px;" + _LINE,
 }
 STATUS_COLOR = {
     "streaming": "#757575",
@@ -311,9 +348,13 @@ def _tool_html(card: ToolCard) -> str:
     return _div("pi-tool", "".join(parts), extra=f" pi-tool--{card.status}")
 
 
+_FOLD_STYLE = "cursor:pointer;font-weight:normal;font-style:italic;font-size:12px;opacity:.8;"
+
+
 def thinking_html(block: ThinkingBlock) -> str:
     summary = f'<summary style="{STYLE["pi-summary"]}">Thinking</summary>'
     body = "<p><em>[Reasoning redacted]</em></p>" if block.redacted else render_markdown(block.text)
+    body = f'<div class="pi-thinking-body" style="{CONTENT}">{body}</div>'
     return _div("pi-thinking", summary + body, tag="details", math=True)
 
 
@@ -322,7 +363,18 @@ def footer_html(footer: Footer, activity: str = "") -> str:
 
 
 def prompt_html(prompt: str) -> str:
-    return _div("pi-prompt", "› " + breakable(prompt)) if prompt else ""
+    """The prompt echoed; a long one folded (``fold_prompt``) into a ``<details>`` that opens
+    on a click, live and frozen, so a 50 KB prompt takes a few lines and loses nothing."""
+    if not prompt:
+        return ""
+    head, rest = fold_prompt(prompt)
+    if not rest:
+        return _div("pi-prompt", "› " + breakable(prompt))
+    more = f"{len(rest):,} more characters, {rest.count(chr(10)):,} more lines"
+    summary = f'<summary class="pi-prompt-fold" style="{_FOLD_STYLE}">Show the whole prompt ({more})'
+    summary += "</summary>"
+    folded = f'<details class="pi-prompt-more">{summary}{breakable(rest.removeprefix(chr(10)))}</details>'
+    return _div("pi-prompt", "› " + breakable(head) + folded)
 
 
 def user_html(item: UserItem) -> str:

@@ -19,6 +19,7 @@ __all__ = [
     "clip",
     "code_arg",
     "end_text",
+    "fold_prompt",
     "footer_text",
     "format_args",
     "format_details",
@@ -31,6 +32,35 @@ __all__ = [
 MAX_SHOWN = 20_000
 """Characters of one tool field (arguments, result, details) kept in an output; a notebook is
 not the place for a 5 MB tool result, and the model already saw it."""
+
+PROMPT_LINES = 8
+"""Lines of a long prompt shown above its fold (the rest opens with a click)."""
+PROMPT_CHARS = 800
+"""Characters of a long prompt shown above its fold, at most."""
+FOLD_AFTER = 2
+"""A prompt is folded only when it is longer than twice what the fold would show: folding
+away two lines saves nothing."""
+
+
+def fold_prompt(prompt: str) -> tuple[str, str]:
+    """A long prompt as the part shown and the part folded away (``""``: shown whole). The
+    shown part ends at a line end when one is near: the first ``PROMPT_LINES`` lines, cut to
+    ``PROMPT_CHARS`` characters. ``head + rest == prompt``: the fold hides, it never drops."""
+    lines = prompt.count("\n") + 1
+    if len(prompt) <= FOLD_AFTER * PROMPT_CHARS and lines <= FOLD_AFTER * PROMPT_LINES:
+        return prompt, ""
+    cut = len(prompt)
+    end = -1
+    for _ in range(PROMPT_LINES):
+        end = prompt.find("\n", end + 1)
+        if end == -1:
+            break
+        cut = end
+    if cut > PROMPT_CHARS:
+        line_end = prompt.rfind("\n", 0, PROMPT_CHARS)
+        cut = line_end if line_end > PROMPT_CHARS // 2 else PROMPT_CHARS
+    return prompt[:cut], prompt[cut:]
+
 
 _ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
 
