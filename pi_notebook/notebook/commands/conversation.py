@@ -31,6 +31,7 @@ from ..view.reduce import content_to_text
 from .mcp import mcp_command
 from .sessions import HELP as SESSIONS_HELP
 from .sessions import SESSION_SUBCOMMANDS, session_line, turn_offset
+from .undo import undo_command
 
 HELP = """\
 %%pi [options]            ask the agent; the cell body is the prompt
@@ -39,7 +40,7 @@ HELP = """\
   --system TEXT           system prompt of this conversation
   --tools SPEC            all|none|read|write|comma list of tool names, MCP ones too
                           (files__read_file, files__*: then only those MCP tools join)
-  --approve POLICY        ask|auto|deny for run_code, insert_cell, set_variable
+  --approve POLICY        ask|auto|deny for the tools that change state (delete_cells always asks)
   --new                   start a fresh conversation
   --name NAME             use (or create) the conversation NAME
   --text                  plain-text output, no widgets
@@ -64,6 +65,7 @@ HELP = """\
   mcp add NAME -- CMD...  start an MCP server (stdio); its tools join every %%pi run
   mcp add NAME URL [--header NAME=ENVVAR ...]   an MCP server over Streamable HTTP
   mcp list | remove NAME  show the MCP servers (state, tools, reason) / stop one
+  undo                    take back what the last run changed in the notebook (alone in a cell)
   help                    this text
 """
 HELP += f"\n%pi [--name NAME] SUBCOMMAND, for recorded conversations (Pi session files)\n{SESSIONS_HELP}"
@@ -328,5 +330,6 @@ SUBCOMMANDS = {
     "steer": _steer_cmd,
     "mcp": _mcp_cmd,
     "help": _help_cmd,
+    "undo": undo_command,
     **SESSION_SUBCOMMANDS,
 }

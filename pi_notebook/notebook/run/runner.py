@@ -41,17 +41,18 @@ from ...agent.types import TurnContext
 from ...ai.abort import ABORT_MESSAGE, AbortSignal
 from ...ai.failures import RequestFailure, failure_of
 from ...runtime import AgentSession
-from ..kernel.compat import cell_running, get_kernel, install_comm_ack
+from ..kernel.compat import cell_running, get_kernel, inactive_controls_reason, install_comm_ack
 from ..kernel.interrupts import MainThreadBridge, watch_sigint
 from ..options import parse_options
 from ..result import PiResult, run_result
 from ..sessions.replay import continue_after, play
 from ..state import NotebookState, state_for
-from ..tools.notebook_tools import Dispatch, is_notebook_tool, run_here, select_mcp_tools
+from ..tools.declare import Dispatch, run_here
+from ..tools.notebook_tools import is_notebook_tool, select_mcp_tools
 from ..view.reduce import explain
 from ..view.render import render_text
 from ..view.run_view import RunView, StaticView
-from .approval import ApprovalGate, activate, deactivate
+from .approval import FALLBACK_REASON, ApprovalGate, activate, deactivate
 from .errors import RunFailed, RunInterrupted, explain_error
 from .loop_guard import LoopGuard
 from .plan import RunPlan, plan_run, prepare_conversation, strip_markers
@@ -151,7 +152,10 @@ class PiRun:
         options = self.plan.options
         tools = self.state.tools
         headless = self.plan.mode.headless.headless
-        tools.begin_run(dispatch, self._interrupt_from_tool, model=self.agent.state.model, headless=headless)
+        tools.begin_run(
+            dispatch, self._interrupt_from_tool, model=self.agent.state.model, headless=headless,
+            comms=self._hears_comms(),
+        )
         own = [t for t in self.agent.state.tools if not is_notebook_tool(t)]
         mcp = self.mcp_tools if self.mcp_tools is not None else await self.state.mcp_tools()
         every = own + tools.build(options.tools) + mcp
@@ -178,6 +182,12 @@ class PiRun:
             for stop in unsubscribe:
                 stop()
 
+    def _hears_comms(self) -> bool:
+        """The kernel handles comm messages while this cell awaits, so the notebook bridge can
+        answer: the awaited path (not the fallback magic) on ipykernel >= 7.4."""
+        reason = self.plan.mode.reason
+        return reason != FALLBACK_REASON and inactive_controls_reason(self.shell) is None
+
     def _gate(self) -> ApprovalGate:
         """The approval policies of this run: ``--approve``, the per-tool map, tools' own."""
         mode = self.plan.mode
@@ -189,6 +199,7 @@ class PiRun:
             approvals=self.state.approvals(),
             headless=mode.headless.headless,
             signal=lambda: self.agent.signal,
+            preview=self.state.tools.preview,
         )
 
     def _note_approval(self, tool_call_id: str, reason: str) -> None:

@@ -242,7 +242,23 @@ def result_html(card: ToolCard) -> str:
 
 
 def progress_html(text: str) -> str:
-    return _div("pi-progress", breakable(text))
+    """A tool's progress, or what an approval asks about: an edit's unified diff (a line
+    starting ``@@``) is drawn as code with its added and removed lines coloured."""
+    lines = text.split("\n")
+    if not any(line.startswith("@@") for line in lines):
+        return _div("pi-progress", breakable(text))
+    drawn = []
+    for line in lines:
+        color = _DIFF_COLORS.get(line[:1], "") if not line.startswith(("+++", "---")) else ""
+        body = breakable(line) or " "
+        drawn.append(f'<span style="background:{color};display:block;">{body}</span>' if color else body)
+    head, *rest = drawn
+    return _div("pi-progress", head) + f'<pre class="pi-pre pi-diff" style="{STYLE["pi-pre"]}">' + "\n".join(
+        line for line in rest
+    ) + "</pre>"
+
+
+_DIFF_COLORS = {"+": "rgba(46,160,67,.22)", "-": "rgba(248,81,73,.22)"}
 
 
 def tool_head_html(card: ToolCard) -> str:
