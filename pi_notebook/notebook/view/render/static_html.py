@@ -250,12 +250,12 @@ def progress_html(text: str) -> str:
     drawn = []
     for line in lines:
         color = _DIFF_COLORS.get(line[:1], "") if not line.startswith(("+++", "---")) else ""
-        body = breakable(line) or " "
-        drawn.append(f'<span style="background:{color};display:block;">{body}</span>' if color else body)
+        body = breakable(line) or " "  # an empty line keeps its height
+        fill = f"background:{color};" if color else ""
+        drawn.append(f'<span style="{fill}display:block;">{body}</span>')
     head, *rest = drawn
-    return _div("pi-progress", head) + f'<pre class="pi-pre pi-diff" style="{STYLE["pi-pre"]}">' + "\n".join(
-        line for line in rest
-    ) + "</pre>"
+    diff = f'<pre class="pi-pre pi-diff" style="{STYLE["pi-pre"]}">{"".join(rest)}</pre>'
+    return _div("pi-progress", head) + diff
 
 
 _DIFF_COLORS = {"+": "rgba(46,160,67,.22)", "-": "rgba(248,81,73,.22)"}
