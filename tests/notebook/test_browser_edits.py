@@ -106,7 +106,9 @@ def _start(page: Any, url: str, app: str) -> Any:
         setup.locator(".jp-InputArea-editor").click()
         page.keyboard.press("Shift+Enter")
         try:
-            playwright_sync.expect(setup.locator(".jp-OutputArea")).to_contain_text("setup done", timeout=15_000)
+            playwright_sync.expect(setup.locator(".jp-OutputArea")).to_contain_text(
+                "setup done", timeout=15_000
+            )
             return cells
         except AssertionError:
             continue
@@ -115,7 +117,9 @@ def _start(page: Any, url: str, app: str) -> Any:
 
 def _card(view: Any, name: str) -> Any:
     """The tool card of the (only) call of ``name``."""
-    return view.locator(".pi-tool").filter(has=view.page.locator(".pi-tool-head", has_text=re.compile(rf"^{name}\b")))
+    return view.locator(".pi-tool").filter(
+        has=view.page.locator(".pi-tool-head", has_text=re.compile(rf"^{name}\b"))
+    )
 
 
 def _save(page: Any) -> None:
@@ -205,5 +209,7 @@ def _drive(page: Any, url: str, saved: Path, app: str) -> None:
     fix = next(c for c in restored if c["id"] == "c-fix")
     assert fix["outputs"] == []  # run_cell's outputs taken back with the edit
     assert [c["id"] for c in restored][4] == "c-old"  # the deleted cell came back with its id
-    assert re.search(r"Undid the last run \(inserted 2 cells, edited 1 cell, ran 1 cell, deleted 1 cell\)",
-                     undo.locator(".jp-OutputArea").inner_text())
+    assert re.search(
+        r"Undid the last run \(inserted 2 cells, edited 1 cell, ran 1 cell, deleted 1 cell\)",
+        undo.locator(".jp-OutputArea").inner_text(),
+    )

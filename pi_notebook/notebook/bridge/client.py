@@ -2,9 +2,10 @@
 frontend's notebook panel of this kernel, opened on first use and kept for the next runs.
 
 The frontend answers the comm's opening with a ``hello`` (frontend name, notebook path), then
-one reply per request ``{req, op, ...}`` (``req`` numbers it). Replies arrive as ``comm_msg`` on the shell channel,
-which ipykernel (>= 7.4) handles while a cell awaits, so ``request`` can be awaited from a
-``%%pi`` run or an awaited ``%pi undo``, never from code that blocks the kernel's loop.
+one reply per request ``{req, op, ...}`` (``req`` numbers it). Replies arrive as
+``comm_msg`` on the shell channel, which ipykernel (>= 7.4) handles while a cell awaits, so
+``request`` can be awaited from a ``%%pi`` run or an awaited ``%pi undo``, never from code
+that blocks the kernel's loop.
 
 Where no frontend has the extension: JupyterLab and Notebook 7 without it close the comm at
 once (unknown target); a frontend that ignores comms (VS Code, ``jupyter console``, Colab) does
