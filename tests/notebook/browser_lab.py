@@ -82,7 +82,7 @@ class Lab:
             json.dumps({"fetchNews": "false", "checkForUpdates": False})
         )
         if (BRIDGE_BUILD / "package.json").exists():
-            extensions = Path(env["JUPYTER_PATH"]) / "labextensions"
+            extensions = self.root / "share" / "labextensions"
             extensions.mkdir(parents=True, exist_ok=True)
             (extensions / "pi-notebook-bridge").symlink_to(BRIDGE_BUILD, target_is_directory=True)
         spec = Path(env["JUPYTER_DATA_DIR"]) / "kernels" / KERNEL_NAME
