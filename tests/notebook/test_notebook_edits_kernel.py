@@ -80,7 +80,10 @@ def test_a_client_that_ignores_the_bridge_gets_the_fallbacks(kernel: Kernel) -> 
     read, insert, edit = text.split("\n---\n")
     assert read.startswith(f"Not the live notebook ({NO_ANSWER}). The notebook file is unknown")
     assert insert.startswith(f"Not inserted now ({NO_ANSWER}). A new code cell will be inserted")
-    assert edit == "cell 'c1' is not one you have read: call read_notebook first"
+    assert edit == (
+        f"Not edited: {NO_ANSWER}. Tell the user to replace the source of cell c1 with:\n"
+        "```python\nx = 2\n```"
+    )
     [payload] = reply["payload"]
     assert payload["source"] == "set_next_input"
     assert payload["text"] == "a = 1"
@@ -127,7 +130,12 @@ def test_headless_every_edit_tool_ends_by_policy_with_one_line(tmp_path: Path) -
         "```python",
         "a = 1",
         "```",
-        "cell 'c1' is not one you have read: call read_notebook first",
+        "Not edited: this headless run has no notebook frontend. Tell the user to replace the source of "
+        "cell c1 with:",
+        "```python",
+        "x = 2",
+        "```",
         "Tool call denied: delete_cells always asks the user, and this run is headless.",
-        "cell 'c1' is not one you have read: call read_notebook first",
+        "Not run: cell c1 is in a notebook this kernel cannot reach: this headless run has no notebook "
+        "frontend.",
     ]

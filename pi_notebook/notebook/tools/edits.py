@@ -180,16 +180,13 @@ class EditTools:
             old: A part of the current source to replace (exact text).
             new: What replaces `old`.
         """
-        before = self._known(cell_id)
-        after = replaced(before, source, old, new)
         try:
             bridge = await self.live()
         except BridgeUnavailable as exc:
-            text = (
-                f"Not edited: {exc}. Tell the user to replace the source of cell {cell_id} with:\n"
-                f"```python\n{after}\n```"
-            )
+            text = f"Not edited: {exc}. {_edit_by_hand(cell_id, source, old, new)}"
             return AgentToolResult(content=[self._text(text)], details={"edited": False, "reason": str(exc)})
+        before = self._known(cell_id)
+        after = replaced(before, source, old, new)
         try:
             await bridge.request("edit", id=cell_id, expect=before, source=after)
         except BridgeRefused as exc:
@@ -212,12 +209,12 @@ class EditTools:
         Args:
             cell_ids: Ids of the cells to delete, as read_notebook shows them.
         """
-        expect = {cell_id: self._known(cell_id) for cell_id in cell_ids}
         try:
             bridge = await self.live()
         except BridgeUnavailable as exc:
             text = f"Not deleted: {exc}. Tell the user which cells to delete: {', '.join(cell_ids)}."
             return AgentToolResult(content=[self._text(text)], details={"deleted": [], "reason": str(exc)})
+        expect = {cell_id: self._known(cell_id) for cell_id in cell_ids}
         try:
             done = await bridge.request("delete", ids=cell_ids, expect=expect)
         except BridgeRefused as exc:
@@ -238,10 +235,10 @@ class EditTools:
         Args:
             cell_id: Id of the code cell, as read_notebook shows it.
         """
-        source = self._known(cell_id)
         bridge = await self._live_or_fail(
             f"Not run: cell {cell_id} is in a notebook this kernel cannot reach"
         )
+        source = self._known(cell_id)
         result, error = await self._run_source(source)
         outputs = nb_outputs(result, error)
         try:
@@ -298,6 +295,16 @@ class EditTools:
             return f"Run cell {ids[0]}?\n" + truncate(self.known[ids[0]], DIFF_CHARS)
         shown = "\n".join(f"- {i}: {truncate(self.known[i].strip(), 200)}" for i in ids)
         return f"Delete {len(ids)} cell{'s' if len(ids) != 1 else ''}?\n{shown}"
+
+
+def _edit_by_hand(cell_id: str, source: str | None, old: str | None, new: str | None) -> str:
+    """What the user can do instead of an ``edit_cell`` the notebook could not take."""
+    if source is not None:
+        return f"Tell the user to replace the source of cell {cell_id} with:\n```python\n{source}\n```"
+    return (
+        f"Tell the user to replace, in cell {cell_id}:\n```python\n{old or ''}\n```\n"
+        f"with:\n```python\n{new or ''}\n```"
+    )
 
 
 def replaced(before: str, source: str | None, old: str | None, new: str | None) -> str:
