@@ -151,7 +151,11 @@ def resolve_policy(
     if policy == "deny":
         how = f"{blocked} {'is' if one else 'are'} blocked"
     else:
-        how = f"{blocked} {'runs' if one else 'run'} without asking"
+        free = [n for n in names if n not in ALWAYS_ASK]
+        asks = [n for n in names if n in ALWAYS_ASK]
+        how = f"{', '.join(free) or 'no tool'} {'runs' if len(free) <= 1 else 'run'} without asking"
+        if asks:
+            how += f" ({', '.join(asks)} always {'asks' if len(asks) == 1 else 'ask'})"
     if headless.headless:
         hint = " (pass --approve auto to allow them)" if policy == "deny" else ""
         if requested == "ask":  # the user asked for buttons: say why there are none

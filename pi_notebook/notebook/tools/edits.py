@@ -146,7 +146,14 @@ class EditTools:
             bridge = await self.live()
         except BridgeUnavailable as exc:
             code = "\n\n".join(c.source.rstrip("\n") for c in cells if c.cell_type == "code")
-            return await self._insert_fallback(code, str(exc))
+            notes = [c.source for c in cells if c.cell_type == "markdown"]
+            result = await self._insert_fallback(code, str(exc)) if code else None
+            if not notes and result is not None:
+                return result
+            text = "\n\n".join(f"```markdown\n{note}\n```" for note in notes)
+            text = f"Markdown cells not inserted ({exc}); tell the user to add them by hand:\n{text}"
+            content = [*(result.content if result is not None else []), self._text(text)]
+            return AgentToolResult(content=content, details=result.details if result is not None else {})
         anchor = after or self.current_cell
         where = {"after": anchor} if anchor else {"index": 1 << 30}
         payload = [{"cell_type": c.cell_type, "source": c.source, "metadata": {}} for c in cells]
