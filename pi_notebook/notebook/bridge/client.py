@@ -68,6 +68,7 @@ class NotebookBridge:
         self._ids = itertools.count(1)
         self._waiting: dict[int, asyncio.Future[dict[str, Any]]] = {}
         self._hello: asyncio.Future[Hello] | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
 
     def forget(self) -> None:
         """Forget why the bridge was unavailable: the next run tries again (a new page may
@@ -86,7 +87,8 @@ class NotebookBridge:
             raise self._fail("no Jupyter kernel, so there is no notebook frontend")
         from comm import create_comm
 
-        self._hello = asyncio.get_running_loop().create_future()
+        self._loop = asyncio.get_running_loop()
+        self._hello = self._loop.create_future()
         self._comm = create_comm(target_name=TARGET, data={"protocol": PROTOCOL})
         self._comm.on_msg(self._on_msg)
         self._comm.on_close(self._on_close)
@@ -129,7 +131,29 @@ class NotebookBridge:
         return result if isinstance(result, dict) else {}
 
     def _on_msg(self, msg: dict[str, Any]) -> None:
+        """A frontend message. ipykernel may handle it on a subshell's thread (JupyterLab sends
+        comm messages to a subshell when the kernel has them): the waiting futures belong to
+        the loop that opened the comm, so they are resolved there."""
         data = (msg.get("content") or {}).get("data") or {}
+        self._on_loop(self._deliver, data)
+
+    def _on_close(self, msg: dict[str, Any]) -> None:
+        self._on_loop(self._closed)
+
+    def _on_loop(self, fn: Any, *args: Any) -> None:
+        loop = self._loop
+        if loop is None or loop.is_closed():
+            return
+        try:
+            running = asyncio.get_running_loop()
+        except RuntimeError:
+            running = None
+        if running is loop:
+            fn(*args)
+        else:
+            loop.call_soon_threadsafe(fn, *args)
+
+    def _deliver(self, data: dict[str, Any]) -> None:
         if data.get("op") == "hello":
             hello = Hello(
                 str(data.get("frontend", "")), str(data.get("version", "")), str(data.get("path", ""))
@@ -141,7 +165,7 @@ class NotebookBridge:
         if future is not None and not future.done():
             future.set_result(data)
 
-    def _on_close(self, msg: dict[str, Any]) -> None:
+    def _closed(self) -> None:
         opened = self.hello is not None
         self._comm = None
         self.hello = None

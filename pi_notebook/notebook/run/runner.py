@@ -297,6 +297,11 @@ class PiRun:
             self.display_handle.update(bundle, raw=True)
         else:
             _display(bundle, raw=True)
+        changes = self.state.tools.changes
+        if self.widget is not None and changes:  # live, and the run changed the notebook
+            from ..commands.undo import undo_button
+
+            _display(undo_button(self.state, changes))
         result = self.result()
         self.shell.user_ns["_pi"] = result
         self.state.run_ended(self.plan.name, self.agent, result)
