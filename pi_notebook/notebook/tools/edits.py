@@ -203,7 +203,7 @@ class EditTools:
         self.known[cell_id] = after
         self.changes.add(Change("edit", cell_id, before={"source": before}, after=after))
         diff = unified(before, after, cell_id)
-        text = f"Edited cell {cell_id} (the user applied this change):\n{diff}"
+        text = f"Edited cell {cell_id}:\n{diff}"
         return AgentToolResult(content=[self._text(text)], details={"edited": cell_id, "diff": diff})
 
     @notebook_tool(changes_state=True)
