@@ -47,6 +47,7 @@ from ..options import parse_options
 from ..result import PiResult, run_result
 from ..sessions.replay import continue_after, play
 from ..state import NotebookState, state_for
+from ..tools.changes import undo_lines
 from ..tools.declare import Dispatch, run_here
 from ..tools.notebook_tools import is_notebook_tool, select_mcp_tools
 from ..view.reduce import explain
@@ -297,11 +298,12 @@ class PiRun:
             self.display_handle.update(bundle, raw=True)
         else:
             _display(bundle, raw=True)
-        changes = self.state.tools.changes
+        tools = self.state.tools
+        changes = tools.changes
         if self.widget is not None and changes:  # live, and the run changed the notebook
-            from ..commands.undo import undo_button
+            from ..view.undo_button import undo_button
 
-            _display(undo_button(self.state, changes))
+            _display(undo_button(lambda: undo_lines(tools.bridge, tools.no_bridge, changes)))
         result = self.result()
         self.shell.user_ns["_pi"] = result
         self.state.run_ended(self.plan.name, self.agent, result)

@@ -49,6 +49,21 @@ class RunChanges:
         return ", ".join(f"{names[kind]} {n} cell{'s' if n != 1 else ''}" for kind, n in counts.items())
 
 
+async def undo_lines(bridge: NotebookBridge | None, no_bridge: str, run: RunChanges) -> list[str]:
+    """What ``%pi undo`` and the Undo button print: a heading line, then one line per change
+    taken back or kept; ``no_bridge`` says why there is no bridge when ``bridge`` is None."""
+    if bridge is None:
+        return [f"Cannot undo: {no_bridge}."]
+    if not run:
+        return ["Nothing left to undo for this run."]
+    what = run.summary()
+    try:
+        lines = await undo(bridge, run)
+    except BridgeUnavailable as exc:  # the bridge is gone: say so, nothing half-done silently
+        return [f"Undo stopped: {exc}. Use the notebook's own undo (Ctrl+Z) for what remains."]
+    return [f"Undid the run ({what}):", *(f"  {line}" for line in lines)]
+
+
 async def undo(bridge: NotebookBridge, run: RunChanges) -> list[str]:
     """Take back ``run``'s changes, last first; one line per change (what was restored or why
     not). ``BridgeUnavailable`` when the notebook cannot be reached at all."""
@@ -82,4 +97,4 @@ async def _undo_one(bridge: NotebookBridge, change: Change) -> str:
     return f"restored the outputs of cell {change.cell_id}"
 
 
-__all__ = ["BridgeUnavailable", "Change", "RunChanges", "undo"]
+__all__ = ["Change", "RunChanges", "undo", "undo_lines"]
