@@ -13,7 +13,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from browser_lab import CHROMIUM, SHOTS, Lab, chromium_page
+from browser_lab import BRIDGE_BUILD, CHROMIUM, SHOTS, Lab, chromium_page
 from test_browser import run_cell
 
 pytestmark = [
@@ -38,6 +38,7 @@ RUN = "%%pi --model faux:faux-1 --approve auto\nAdd a cell that computes 6 * 7."
 
 def test_inserted_cell_appears_in_jupyterlab(tmp_path: Path) -> None:
     expect = playwright_sync.expect
+    assert (BRIDGE_BUILD / "package.json").exists(), "build the labextension: bash scripts/setup.sh"
     with Lab(tmp_path) as lab, playwright_sync.sync_playwright() as p:
         url = lab.write_notebook("insert.ipynb", [SETUP, RUN, ""])  # Shift+Enter moves on, adds none
         with chromium_page(p, lab, "insert-cell-failure.png", height=900) as page:
