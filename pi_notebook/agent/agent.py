@@ -413,9 +413,8 @@ class Agent:
     def _context_snapshot(self, run: AgentRunOptions | None = None) -> AgentContext:
         state = self._state
         tools = state.tools if run is None or run.tools is None else run.tools
-        return AgentContext(
-            system_prompt=state.system_prompt, messages=list(state.messages), tools=list(tools)
-        )
+        system = state.system_prompt if run is None or run.system_prompt is None else run.system_prompt
+        return AgentContext(system_prompt=system, messages=list(state.messages), tools=list(tools))
 
     def _loop_config(
         self, skip_initial_steering_poll: bool = False, *, run: AgentRunOptions | None = None

@@ -7,6 +7,8 @@ working and a hook the user assigns while the run goes on is the agent's from th
 settings add to them:
 
 * ``tools``: the run's tool list, in place of ``state.tools`` (the state is not changed).
+* ``system_prompt``: the run's system prompt, in place of ``state.system_prompt`` (a session
+  that adds the project's instructions and skills to the prompt the user set).
 * ``before_tool_call``: asked after the agent's own hook, unless that one blocked the call.
 * ``should_stop_after_turn``: asked first; the agent's own hook is asked when it says go on.
 * ``on_payload``: applied after the agent's own, to the payload that one returned.
@@ -40,6 +42,7 @@ class AgentRunOptions:
     """See the module docstring. Every field left ``None`` leaves the agent's own setting."""
 
     tools: Sequence[AgentTool] | None = None
+    system_prompt: str | None = None
     before_tool_call: BeforeToolCallHook | None = None
     should_stop_after_turn: Callable[[TurnContext], Any] | None = None
     on_payload: OnPayload | None = None

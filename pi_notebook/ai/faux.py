@@ -1,6 +1,7 @@
 """The faux provider: an in-memory, scriptable model used by tests, tutorials and offline
 demos. It is product code: it streams real events in Pi's exact order and shapes, estimates
-usage from the serialized context, simulates prompt caching per ``session_id`` and honours
+usage from the serialized context (priced with the model's prices, which are zero unless the
+model was registered with some), simulates prompt caching per ``session_id`` and honours
 abort signals between chunks.
 
 Streaming follows Pi's faux provider event for event, so the conformance suite can compare
@@ -29,6 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeAlias, TypedDict
 
 from .abort import ABORT_MESSAGE
+from .cost import calculate_cost
 from .event_stream import AssistantMessageEventStream
 from .events import (
     DoneEvent,
@@ -241,7 +243,9 @@ class _FauxCore:
     sessions: dict[str, str] = field(default_factory=dict)
     serialized: _SerializedMessages = field(default_factory=_SerializedMessages)
 
-    def usage_for(self, context: Context, message: AssistantMessage, options: StreamOptions) -> Usage:
+    def usage_for(
+        self, context: Context, message: AssistantMessage, options: StreamOptions, model: Model | None = None
+    ) -> Usage:
         prompt = _serialize(context, self.serialized.texts(context.messages))
         prompt_tokens = _tokens(len(prompt))
         output = _tokens(len(_blocks_text(message.content)))
@@ -257,6 +261,8 @@ class _FauxCore:
                 usage.input = max(0, prompt_tokens - usage.cache_read)
             self.sessions[options.session_id] = prompt
         usage.total_tokens = usage.input + usage.output + usage.cache_read + usage.cache_write
+        if model is not None:  # priced as any provider prices it (zero for the default models)
+            calculate_cost(model, usage)
         return usage
 
     def chunks(self, text: str) -> list[str]:
@@ -297,7 +303,7 @@ class _FauxCore:
                 await result
         if not self.queue:
             message = self._bare(model.id, "error", "No more faux responses queued")
-            message.usage = self.usage_for(context, message, opts)
+            message.usage = self.usage_for(context, message, opts, model)
             out.push(ErrorEvent(reason="error", error=message))
             out.end()
             return
@@ -312,7 +318,7 @@ class _FauxCore:
             out.end()
             return
         message.api, message.provider, message.model = self.api, self.provider, model.id
-        message.usage = self.usage_for(context, message, opts)
+        message.usage = self.usage_for(context, message, opts, model)
         await _FauxPlayback(self, out, message, opts).run()
 
     def _bare(self, model_id: str, reason: StopReason, text: str) -> AssistantMessage:

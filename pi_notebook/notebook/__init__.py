@@ -27,7 +27,8 @@ Sub-packages, by concern:
   Approve / Deny / steering controls; ``run_view``: the ``RunView`` protocol the runner draws
   into, and ``StaticView``.
 * ``tools/``: the notebook tools (``notebook_tools``) and what they read: ``cells``,
-  ``cell_log``, ``outputs``, ``frames``, ``references`` (bounded, secret-safe summaries).
+  ``cell_log``, ``outputs``, ``references`` (bounded, secret-safe summaries) and ``summaries/``
+  (one module a data library).
 * ``sessions/``: the glue to Pi session files: ``sessions`` (one ``AgentSession`` per
   conversation, where it records, resume), ``replay``.
 

@@ -113,6 +113,18 @@ class PiConfig(Configurable):
     temperature = Float(
         None, allow_none=True, help="Default --temperature (None: the provider's default)."
     ).tag(config=True)
+    # Resources (``resources.py``): Pi's AGENTS.md, skills and templates of the notebook's folder.
+    project_folder = Unicode(
+        "", help="The folder whose AGENTS.md, .pi skills and templates apply (default: the notebook's)."
+    ).tag(config=True)
+    context_files = Bool(
+        True, help="Put the folder's AGENTS.md / CLAUDE.md files in the system prompt (Pi's context files)."
+    ).tag(config=True)
+    trust_headless = Bool(
+        False,
+        help="Trust a project folder nobody was asked about in headless runs (nbconvert, papermill); "
+        "off: such runs load no project skills, templates or settings.",
+    ).tag(config=True)
     # Sessions (``sessions/``): where conversations are recorded, replay, compaction.
     record = Bool(True, help="Record conversations as Pi session files ($PI_NOTEBOOK_RECORD=0: off).").tag(
         config=True
@@ -140,6 +152,20 @@ class PiConfig(Configurable):
     ).tag(config=True)
     retry_base_delay = Float(
         2.0, help="Seconds before the first retry, doubled for each further one."
+    ).tag(config=True)
+    max_cost = Float(
+        0.0, help="Default --max-cost: US dollars one run may spend before it stops (0: no limit)."
+    ).tag(config=True)
+    max_total_tokens = Int(
+        0, help="Default --max-total-tokens: input + output tokens of one run before it stops (0: no limit)."
+    ).tag(config=True)
+    max_conversation_cost = Float(
+        0.0,
+        help="US dollars the runs of one conversation may spend together (counted from its first run in "
+        "this kernel); a run that reaches it stops, and the next one does not start (0: no limit).",
+    ).tag(config=True)
+    max_conversation_tokens = Int(
+        0, help="Input + output tokens the runs of one conversation may use together (0: no limit)."
     ).tag(config=True)
     timeout = Float(
         DEFAULT_TIMEOUT_S,
@@ -174,6 +200,15 @@ class PiConfig(Configurable):
         if proposal["value"] < 0:
             raise TraitError(f"PiMagics.{proposal['trait'].name} must be 0 or more, not {proposal['value']}")
         return proposal["value"]
+
+    @validate("max_cost", "max_total_tokens", "max_conversation_cost", "max_conversation_tokens")
+    def _check_budget(self, proposal: Any) -> Any:
+        value = proposal["value"]
+        if not 0 <= value < float("inf"):  # NaN fails too
+            name = proposal["trait"].name
+            unit = "US dollars" if name.endswith("cost") else "tokens"
+            raise TraitError(f"PiMagics.{name} takes {unit}, 0 (no limit) or more, not {value}")
+        return value
 
     @validate("tools")
     def _check_tools(self, proposal: Any) -> str:
@@ -234,6 +269,13 @@ def _parser() -> MagicArgumentParser:
     add("--temperature", type=float, help="sampling temperature, e.g. 0 for reproducible answers")
     add("--seed", type=int, help="sampling seed, where the model's API has one")
     add("--timeout", type=float, help="seconds a model request may go without an answer (0: no limit)")
+    add("--max-cost", dest="max_cost", metavar="USD", help="stop the run once it has spent this many dollars")
+    add(
+        "--max-total-tokens",
+        dest="max_total_tokens",
+        metavar="N",
+        help="stop the run once its requests have used N tokens, input and output (0: no limit)",
+    )
     add(
         "--raise-on-error",
         action=argparse.BooleanOptionalAction,

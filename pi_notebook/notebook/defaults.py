@@ -1,7 +1,8 @@
 """What a new conversation and a run start from where the cell says nothing, and where each
 value came from: a ``c.PiMagics`` trait the user set (``PiConfig.user_set``: in the config or
-changed from its default), else Pi's own ``settings.json`` (``runtime/settings_file.py``, the
-global file only), else the trait's default.
+changed from its default), else Pi's own ``settings.json`` (``runtime/settings_file.py``: the
+global file, with the project's ``.pi/settings.json`` over it when the folder is trusted), else
+the trait's default.
 
 * model: ``c.PiMagics.model``, ``$PI_NOTEBOOK_MODEL``, Pi's ``defaultProvider`` +
   ``defaultModel``, else none;
@@ -68,9 +69,10 @@ class Effective:
 PI_SOURCE = "Pi's settings.json"
 
 
-def effective(config: PiConfig) -> Effective:
-    """The defaults ``config`` and Pi's global ``settings.json`` give together (module docstring)."""
-    pi = read_pi_settings()
+def effective(config: PiConfig, project: str | None = None) -> Effective:
+    """The defaults ``config`` and Pi's ``settings.json`` give together (module docstring);
+    ``project``: a trusted folder whose ``.pi/settings.json`` applies too."""
+    pi = read_pi_settings(project_dir=project)
     model, source = _model(config, pi)
     thinking_from_pi = not config.user_set("thinking") and pi.default_thinking_level is not None
     thinking = pi.default_thinking_level if thinking_from_pi else config.thinking

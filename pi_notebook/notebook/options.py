@@ -8,6 +8,7 @@ conversation's later cells. Bad options raise a one-line ``UsageError``.
 from __future__ import annotations
 
 import argparse
+import math
 import shlex
 from collections.abc import Iterable
 from typing import cast
@@ -16,6 +17,7 @@ from IPython.core.error import UsageError
 
 from ..ai.models import resolve_model as catalogue_resolve_model
 from ..ai.types import Model
+from ..runtime import Budget
 from .config import DEFAULT_NAME, PARSER, REPLAY_ENV, PiConfig, Policy, env_flag
 from .faux_stand_in import FAUX_PROVIDER, stand_in_model
 from .tools.notebook_tools import mcp_tool_patterns, parse_tools_spec
@@ -80,9 +82,36 @@ class RunOptions:
         self.raise_on_error: bool | None = (
             ns.raise_on_error if ns.raise_on_error is not None else config.raise_on_error
         )
+        self.budget: Budget | None = run_budget(ns.max_cost, ns.max_total_tokens, config)
+        """``--max-cost`` / ``--max-total-tokens`` (or their ``PiMagics`` defaults); 0: no limit."""
         self.resume: bool = ns.resume
         self.replay: bool = bool(ns.replay or config.replay or env_flag(REPLAY_ENV))
         self.loop_guard: int = config.loop_guard
+
+
+def run_budget(max_cost: str | None, max_total_tokens: str | None, config: PiConfig) -> Budget | None:
+    """The run's budget from ``--max-cost`` and ``--max-total-tokens``, each defaulting to its
+    ``PiMagics`` trait; 0 (on the cell or as the default) sets no limit of that kind."""
+    cost = config.max_cost if max_cost is None else _number("--max-cost", max_cost.strip().removeprefix("$"))
+    tokens: float = config.max_total_tokens
+    if max_total_tokens is not None:
+        tokens = _number("--max-total-tokens", max_total_tokens)
+    if tokens != int(tokens):
+        raise UsageError(f"--max-total-tokens takes a whole number of tokens, not {max_total_tokens}")
+    return Budget(max_cost=cost or None, max_total_tokens=int(tokens) or None) if cost or tokens else None
+
+
+def _number(option: str, text: str) -> float:
+    """A budget option's value: a finite number, 0 or more. (A comma is never a decimal point
+    here: ``--max-cost 0,50`` is refused rather than read as 50 dollars.)"""
+    unit = "US dollars, e.g. 0.50" if option == "--max-cost" else "tokens, e.g. 20000"
+    try:
+        value = float(text if option == "--max-cost" else text.replace(",", ""))
+    except ValueError:
+        value = math.nan
+    if not 0 <= value < math.inf:
+        raise UsageError(f"{option} takes {unit} (0: no limit), not {text!r}")
+    return value
 
 
 def parse_options(line: str, config: PiConfig, mcp_names: Iterable[str] = ()) -> RunOptions:

@@ -26,6 +26,9 @@ class PiResult:
     conversation: str = "default"
     model: str = ""
     turns: int = 0
+    budget_reason: str | None = None
+    """Set when a budget stopped the run: ``"stopped: the run reached its budget of $0.50
+    ($0.52 spent)"`` (``--max-cost``, ``--max-total-tokens``, the conversation's budget)."""
 
     def __str__(self) -> str:
         return self.text
@@ -37,7 +40,9 @@ class PiResult:
         return self.text or None
 
 
-def run_result(messages: list[Any], *, aborted: bool, conversation: str, model: str) -> PiResult:
+def run_result(
+    messages: list[Any], *, aborted: bool, conversation: str, model: str, budget_reason: str | None = None
+) -> PiResult:
     """The result of a run whose new messages are ``messages``.
 
     ``aborted``: the run was stopped. When that happened between turns, no assistant message
@@ -60,6 +65,7 @@ def run_result(messages: list[Any], *, aborted: bool, conversation: str, model: 
         conversation=conversation,
         model=model,
         turns=len(assistants),
+        budget_reason=budget_reason,
     )
 
 

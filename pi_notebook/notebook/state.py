@@ -25,12 +25,15 @@ from typing import TYPE_CHECKING, Any
 from .config import DEFAULT_NAME, PiConfig, Policy
 from .observer import StateObserver
 from .tools.cell_log import CellErrorLog
+from .usage_log import UsageLog
 
 if TYPE_CHECKING:
     from ..agent import Agent
     from ..agent.types import AgentTool
     from ..ai.types import UserMessage
     from ..mcp import McpManager
+    from .defaults import Effective
+    from .resources import NotebookResources
     from .result import PiResult
     from .run.approval import ApprovalSetup, RunMode
     from .sessions.sessions import NotebookSessions
@@ -52,7 +55,9 @@ class NotebookState:
             self.errors.watch(shell)  # display outputs of the cells before the first %%pi too
         self._tools: NotebookTools | None = None
         self._sessions: NotebookSessions | None = None
-        self.observers: list[StateObserver] = []
+        self.usage = UsageLog(shell)
+        """Every run's tokens and cost, for ``%pi usage``."""
+        self.observers: list[StateObserver] = [self.usage]
         self._config: PiConfig | None = None
         self._thinking_told: set[tuple[str, str, str]] = set()
         self._mcp: McpManager | None = None
@@ -61,6 +66,7 @@ class NotebookState:
         """Why the last conversation created from the defaults has no model although Pi's
         ``settings.json`` names one (``""``: it does not, or it resolved)."""
         self._settings_told: set[str] = set()
+        self._resources: NotebookResources | None = None
 
     @property
     def tools(self) -> NotebookTools:
@@ -80,10 +86,31 @@ class NotebookState:
             from .sessions.sessions import NotebookSessions
 
             self._sessions = NotebookSessions(
-                self.shell, lambda: self.config, self.conversation, self._message_ended
+                self.shell,
+                lambda: self.config,
+                self.conversation,
+                self._message_ended,
+                resources=lambda: self.resources.loader(),  # noqa: PLW0108 - made on first use
             )
             self.observers.insert(0, self._sessions)
         return self._sessions
+
+    @property
+    def resources(self) -> NotebookResources:
+        """Pi's context files, skills, templates and trust for the notebook's folder
+        (``resources.py``), created on first use."""
+        if self._resources is None:
+            from .resources import NotebookResources
+
+            self._resources = NotebookResources(lambda: self.config, self.sessions.folder)
+        return self._resources
+
+    def defaults(self) -> Effective:
+        """What new conversations and runs start from (``defaults.py``), with the project's
+        ``.pi/settings.json`` when the folder is trusted."""
+        from .defaults import effective
+
+        return effective(self.config, self.resources.trusted_project())
 
     # --- configuration ---------------------------------------------------------------------------
 
@@ -161,10 +188,9 @@ class NotebookState:
 
     def _initial_state(self) -> dict[str, Any]:
         from ..ai.models import clamp_thinking_level
-        from .defaults import effective
         from .options import resolve_model
 
-        chosen = effective(self.config)
+        chosen = self.defaults()
         state: dict[str, Any] = {"system_prompt": chosen.system, "thinking_level": chosen.thinking}
         self.model_problem = ""
         if not chosen.model:

@@ -5,6 +5,8 @@ kernel alike.
 * ``agent_session``: ``AgentSession`` (``AgentSession.create(cwd=..., model=..., tools=...)``).
 * ``events``: the ``AgentSessionEvent`` types (Pi's names in snake_case, ``to_dict()`` Pi's JSON).
 * ``retry`` and ``compaction``: the two automatic recoveries, as Pi decides them.
+* ``budget``: ``Budget``, a spending limit of a run or a conversation, and ``Spend``, usage
+  added up (an addition to Pi).
 * ``settings``: ``AgentSessionSettings`` (``RetrySettings``, the session layer's
   ``CompactionSettings``).
 
@@ -19,11 +21,13 @@ from .._lazy import exports
 
 if TYPE_CHECKING:
     from .agent_session import AgentSession, StreamingBehavior
+    from .budget import Budget, Spend
     from .events import (
         AgentSessionEvent,
         AgentSettledEvent,
         AutoRetryEndEvent,
         AutoRetryStartEvent,
+        BudgetReachedEvent,
         CompactionEndEvent,
         CompactionStartEvent,
         EntryAppendedEvent,
@@ -44,6 +48,8 @@ _HOMES = {
     "AgentSettledEvent": "events",
     "AutoRetryEndEvent": "events",
     "AutoRetryStartEvent": "events",
+    "Budget": "budget",
+    "BudgetReachedEvent": "events",
     "CompactionEndEvent": "events",
     "CompactionStartEvent": "events",
     "EntryAppendedEvent": "events",
@@ -51,6 +57,7 @@ _HOMES = {
     "RetrySettings": "settings",
     "SessionAgentEndEvent": "events",
     "SessionInfoChangedEvent": "events",
+    "Spend": "budget",
     "StreamingBehavior": "agent_session",
     "SummarizationRetryAttemptStartEvent": "events",
     "SummarizationRetryFinishedEvent": "events",
@@ -65,6 +72,8 @@ __all__ = [
     "AgentSettledEvent",
     "AutoRetryEndEvent",
     "AutoRetryStartEvent",
+    "Budget",
+    "BudgetReachedEvent",
     "CompactionEndEvent",
     "CompactionStartEvent",
     "EntryAppendedEvent",
@@ -72,6 +81,7 @@ __all__ = [
     "RetrySettings",
     "SessionAgentEndEvent",
     "SessionInfoChangedEvent",
+    "Spend",
     "StreamingBehavior",
     "SummarizationRetryAttemptStartEvent",
     "SummarizationRetryFinishedEvent",

@@ -9,10 +9,18 @@ file (user / assistant / toolResult as ``message`` entries, custom messages as
 ``custom_message``), and a successful answer ends a retry episode (``auto_retry_end``).
 
 After each run: a retryable failure is retried (:mod:`.retry`), else compaction is checked
-(:mod:`.compaction`); either may continue the agent, and ``agent_settled`` ends it all.
+(:mod:`.compaction`); either may continue the agent, and ``agent_settled`` ends it all. A run's
+budget and the session's (:mod:`.budget`, an addition to Pi) are held against the usage as it
+streams in; reaching one aborts the run and nothing continues it.
 
 The agent is never patched: the session subscribes to it, and per-run settings reach the loop
 as ``AgentRunOptions`` (``prompt(..., run=...)``), for the retried calls of that run too.
+
+Resources (``resources=ResourceLoader(cwd)``, :mod:`.resources`): before each run the loader
+is asked for what is current (it re-reads only changed files); the run's system prompt is the
+agent's own with Pi's ``<project_context>`` and ``<available_skills>`` blocks added, the run gets
+the read-only skill-file tool when skills are loaded, and a text prompt, steering or follow-up
+message starting with ``/skill:name`` or ``/template`` is expanded as Pi expands it.
 """
 
 from __future__ import annotations
@@ -30,17 +38,22 @@ from ..ai.abort import AbortController, AbortSignal
 from ..ai.models import clamp_thinking_level, get_supported_thinking_levels
 from ..ai.types import ImageContent, Model, TextContent, UserMessage, content_text, now_ms
 from ..session import CompactionResult, CompactionSettings, SessionManager, SessionRecorder, convert_to_llm
+from .budget import Budget, SessionBudgets, Spend
 from .compaction import Compactor
 from .events import (
     AgentSessionEvent,
     AgentSettledEvent,
     AutoRetryEndEvent,
+    BudgetReachedEvent,
     QueueUpdateEvent,
     SessionAgentEndEvent,
     SessionInfoChangedEvent,
     ThinkingLevelChangedEvent,
     summary_retry,
 )
+from .resources.loader import ResourceLoader, Resources
+from .resources.run import run_with_resources
+from .resources.skill_tool import skill_read_tool
 from .retry import AutoRetry
 from .settings import AgentSessionSettings
 from .tree import FORK_BUSY, NAVIGATE_BUSY, ForkResult, NavigateResult, fork, navigate_tree
@@ -68,6 +81,7 @@ class AgentSession:
         *,
         settings: AgentSessionSettings | None = None,
         cwd: str | None = None,
+        resources: ResourceLoader | None = None,
     ) -> None:
         self.agent = agent
         self.session_manager = session_manager
@@ -86,6 +100,7 @@ class AgentSession:
         self._default_thinking_level = self.settings.default_thinking_level
         """The level a switch to a reasoning model starts from (Pi's saved default)."""
         self._retry = AutoRetry(agent, lambda: self.settings.retry, self._emit)
+        self._budgets = SessionBudgets(lambda reason: self._emit(BudgetReachedEvent(reason)), agent.abort)
         self._compactor = Compactor(
             agent,
             session_manager,
@@ -94,6 +109,9 @@ class AgentSession:
             self._summary_timeout_ms,
             lambda: self.settings.retry,
         )
+        self.resource_loader = resources
+        """Where the context files, skills and templates come from (``None``: none are used)."""
+        self._skill_tool: AgentTool | None = None
         self._unsubscribe_agent = agent.subscribe(self._handle_agent_event)
 
     def _summary_timeout_ms(self) -> int | None:
@@ -114,6 +132,7 @@ class AgentSession:
         session_manager: SessionManager | None = None,
         settings: AgentSessionSettings | None = None,
         stream_fn: Any = None,
+        resources: ResourceLoader | None = None,
     ) -> AgentSession:
         """A recorded, retrying, compacting agent for ``cwd`` (default: the working directory),
         its session file where Pi keeps them (``~/.pi/agent/sessions/--<cwd>--/``, or
@@ -125,7 +144,7 @@ class AgentSession:
         if model is not None:
             state["model"] = model
         agent = Agent(initial_state=state, convert_to_llm=convert_to_llm, stream_fn=stream_fn)
-        session = cls(agent, manager, settings=settings, cwd=folder)
+        session = cls(agent, manager, settings=settings, cwd=folder, resources=resources)
         agent.state.thinking_level = session._clamped(thinking_level)  # type: ignore[assignment]
         session.record_settings()
         return session
@@ -188,6 +207,27 @@ class AgentSession:
     def pending_message_count(self) -> int:
         return len(self._steering) + len(self._follow_ups)
 
+    @property
+    def budget(self) -> Budget | None:
+        """The conversation's budget: what every run of this session may spend together
+        (``None``: no limit). A run's own goes to ``prompt(..., budget=...)``."""
+        return self._budgets.budget
+
+    @budget.setter
+    def budget(self, budget: Budget | None) -> None:
+        self._budgets.budget = budget
+
+    @property
+    def spent(self) -> Spend:
+        """What this session's answers have used and cost so far (a copy)."""
+        return self._budgets.spent.copy()
+
+    @property
+    def budget_reason(self) -> str | None:
+        """Why the current or last run stopped at a budget (``"stopped: the run reached its
+        budget of $0.50 ($0.52 spent)"``), or ``None``."""
+        return self._budgets.reason
+
     def get_steering_messages(self) -> list[str]:
         return list(self._steering)
 
@@ -230,6 +270,8 @@ class AgentSession:
         kind = event.type
         if kind == "message_update":  # per token: straight to whoever asked for it
             self._emit(event)
+            if self._budgets.meter is not None:  # the usage reported so far counts at once
+                self._budgets.streamed(event.message.usage)  # type: ignore[union-attr]
             return
         if kind == "message_start" and event.message.role == "user":  # type: ignore[union-attr]
             self._compactor.overflow_recovery_attempted = False
@@ -241,12 +283,15 @@ class AgentSession:
         self._emit(event)
         if kind == "message_end":
             self._message_ended(event.message)  # type: ignore[union-attr]
+        elif kind == "message_start" and event.message.role == "assistant":  # type: ignore[union-attr]
+            self._budgets.streamed(event.message.usage)  # type: ignore[union-attr]
 
     def _message_ended(self, message: Any) -> None:
         self._recorder.record_message(message)
         if getattr(message, "role", None) != "assistant":
             return
         self._last_assistant = message
+        self._budgets.ended(message)
         if message.stop_reason != "error":
             self._compactor.overflow_recovery_attempted = False
             attempt = self._retry.succeeded()
@@ -274,22 +319,28 @@ class AgentSession:
         images: Sequence[ImageContent] | None = None,
         streaming_behavior: StreamingBehavior | None = None,
         run: AgentRunOptions | None = None,
+        budget: Budget | None = None,
     ) -> None:
         """Send a prompt and run until the session settles (retries and compactions included).
 
         While the agent streams, ``streaming_behavior`` queues it ("steer": after the current
         turn's tools; "follow_up": when the agent would stop); without it, Pi's error. ``text``
         may be a ready ``UserMessage`` (several text blocks, images). ``run``: settings for this
-        run only, its retried and continued calls included."""
+        run only, its retried and continued calls included. ``budget``: what this run may spend
+        (with the conversation's ``budget``); reaching it stops the run as ``abort`` does and
+        sets ``budget_reason``. A dollar budget on a model without prices is a ``ValueError``,
+        a conversation whose budget is spent a ``RuntimeError``."""
+        if isinstance(text, str):
+            text = self.expand_input(text)
         if self.is_streaming:
             if streaming_behavior is None:
                 raise RuntimeError(PROMPT_BUSY)
-            self.queue(
-                text if isinstance(text, str) else content_text(text.content, ""), streaming_behavior, images
-            )
+            queued = text if isinstance(text, str) else content_text(text.content, "")
+            self._enqueue(queued, streaming_behavior, images)  # expanded above: not twice
             return
         if self.model is None:
             raise RuntimeError(NO_MODEL)
+        self._budgets.check(budget, self.agent.state.model)
         last = self._last_assistant_in_state()
         if last is not None:  # an aborted answer counts here: the new prompt is the "retry"
             self._run = run  # its summary request gets this prompt's timeout
@@ -298,7 +349,7 @@ class AgentSession:
             finally:
                 self._run = None
         message = text if isinstance(text, UserMessage) else _user_message(text, images)
-        await self._run_agent(message, run)
+        await self._run_agent(message, self._budgets.start(budget, self._with_resources(run)))
 
     async def steer(self, text: str, images: Sequence[ImageContent] | None = None) -> None:
         """Queue a message for after the current turn's tool calls (before the next model call)."""
@@ -311,7 +362,13 @@ class AgentSession:
     def queue(
         self, text: str, behavior: StreamingBehavior, images: Sequence[ImageContent] | None = None
     ) -> None:
-        """``steer`` / ``follow_up`` for callbacks that cannot await (a Send button)."""
+        """``steer`` / ``follow_up`` for callbacks that cannot await (a Send button); a
+        ``/skill:`` or ``/template`` text is expanded first, as Pi expands queued messages."""
+        self._enqueue(self.expand_input(text), behavior, images)
+
+    def _enqueue(
+        self, text: str, behavior: StreamingBehavior, images: Sequence[ImageContent] | None
+    ) -> None:
         if behavior == "follow_up":
             self._queue(self._follow_ups, text, images, self.agent.follow_up)
         else:
@@ -337,6 +394,38 @@ class AgentSession:
         self._emit_queue_update()
         return steering, follow_ups
 
+    # --- resources -----------------------------------------------------------------------------
+
+    def current_resources(self) -> Resources | None:
+        """What the resource loader has now (re-read if a file changed), or ``None``."""
+        return self.resource_loader.current() if self.resource_loader is not None else None
+
+    def expand_input(self, text: str) -> str:
+        """``text`` with ``/skill:name`` and ``/template`` expanded as Pi expands a prompt
+        (unchanged without resources, or when no skill or template has that name)."""
+        resources = self.current_resources() if text.startswith("/") else None
+        return resources.expand(text) if resources is not None else text
+
+    def _with_resources(self, run: AgentRunOptions | None) -> AgentRunOptions | None:
+        """``run`` with the resources' system prompt, and the skill-file tool when skills are
+        loaded and no tool of the run is already called ``read``."""
+        resources = self.current_resources()
+        if resources is None:
+            return run
+        state = self.agent.state
+        return run_with_resources(resources, run, state.tools, state.system_prompt, self._skill_read_tool)
+
+    def _skill_read_tool(self) -> AgentTool:
+        if self._skill_tool is None:
+
+            def roots() -> tuple[str, ...]:  # the loader of now: a notebook may switch folders
+                loader = self.resource_loader
+                last = loader.last if loader is not None else None
+                return last.skill_dirs if last is not None else ()
+
+            self._skill_tool = skill_read_tool(roots, self.cwd)
+        return self._skill_tool
+
     async def _run_agent(self, message: UserMessage, run: AgentRunOptions | None) -> None:
         self._run_active = True
         self._run = run
@@ -348,6 +437,7 @@ class AgentSession:
         finally:
             self._run = None
             self._run_active = False
+            self._budgets.finish()
             self._emit(AgentSettledEvent())
             self._idle_event().set()
 
@@ -355,7 +445,7 @@ class AgentSession:
         """Pi's post-run handling: retry, else end the retry episode, else compaction; True
         when the agent is to continue."""
         message, self._last_assistant = self._last_assistant, None
-        if message is None:
+        if message is None or self._budgets.stopped:  # a spent budget: nothing continues the run
             return False
         if await self._retry.prepare(message, self.agent.state.model):
             return True

@@ -21,6 +21,7 @@ __all__ = [
     "AgentSettledEvent",
     "AutoRetryEndEvent",
     "AutoRetryStartEvent",
+    "BudgetReachedEvent",
     "CompactionEndEvent",
     "CompactionReason",
     "CompactionStartEvent",
@@ -178,6 +179,15 @@ class SessionInfoChangedEvent(_SessionEvent):
 
 
 @dataclass(slots=True)
+class BudgetReachedEvent(_SessionEvent):
+    """The spend reached the run's or the conversation's budget and the run stops; ``reason``
+    is the one line that says so (an event Pi does not have: Pi has no budgets)."""
+
+    reason: str
+    type: Literal["budget_reached"] = "budget_reached"
+
+
+@dataclass(slots=True)
 class ThinkingLevelChangedEvent(_SessionEvent):
     level: str
     type: Literal["thinking_level_changed"] = "thinking_level_changed"
@@ -192,6 +202,7 @@ AgentSessionEvent: TypeAlias = (
     | CompactionEndEvent
     | AutoRetryStartEvent
     | AutoRetryEndEvent
+    | BudgetReachedEvent
     | SummarizationRetryScheduledEvent
     | SummarizationRetryAttemptStartEvent
     | SummarizationRetryFinishedEvent

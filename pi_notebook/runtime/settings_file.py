@@ -9,9 +9,11 @@ key is left to Pi. Reading never raises: a missing file, malformed JSON, a key o
 type each become a one-line ``problems`` entry, and the values they would have set stay unset
 (so the caller's defaults apply).
 
-Project settings (``<cwd>/.pi/settings.json``, which Pi merges over the global file when it
-trusts the project) are not read: a notebook folder could carry settings that change which
-model and server a prompt goes to, and there is no project trust here to ask the user first.
+Project settings (``<cwd>/.pi/settings.json``) are merged over the global file as Pi merges
+them (key by key, the ``compaction`` and ``retry`` objects too) only when the caller passes
+``project_dir``, which it must do only for a trusted folder (``resources.trust``): the file could
+change which model and server a prompt goes to. ``defaultProjectTrust`` is read from the global
+file alone, as Pi reads it.
 
 Written: ``save_default_model`` sets ``defaultProvider`` and ``defaultModel`` and keeps every
 other key and their order, in Pi's layout (``JSON.stringify(settings, null, 2)``, no trailing
@@ -34,7 +36,14 @@ from ..session.compaction import CompactionSettings
 from ..session.storage import get_agent_dir
 from .settings import AgentSessionSettings, RetrySettings
 
-__all__ = ["PiSettings", "SettingsWriteError", "read_pi_settings", "save_default_model", "settings_path"]
+__all__ = [
+    "PiFileLock",
+    "PiSettings",
+    "SettingsWriteError",
+    "read_pi_settings",
+    "save_default_model",
+    "settings_path",
+]
 
 SETTINGS_FILE = "settings.json"
 _LOCK_ATTEMPTS = 10
@@ -58,6 +67,8 @@ class PiSettings:
     default_provider: str | None = None
     default_model: str | None = None
     default_thinking_level: str | None = None
+    default_project_trust: str = "ask"
+    """Pi's ``defaultProjectTrust``: ``always``, ``never``, else ``ask``."""
     compaction: dict[str, Any] = field(default_factory=dict)
     """The valid ``compaction`` keys, by our field names (``enabled``, ``reserve_tokens``,
     ``keep_recent_tokens``)."""
@@ -103,10 +114,34 @@ def settings_path(agent_dir: str | None = None) -> str:
 _cache: dict[str, tuple[tuple[int, int], PiSettings]] = {}
 
 
-def read_pi_settings(agent_dir: str | None = None) -> PiSettings:
-    """Pi's global settings; never raises (see the module docstring). The parsed file is kept
-    until its size or modification time changes, so a cell can read it every time."""
-    path = settings_path(agent_dir)
+def read_pi_settings(agent_dir: str | None = None, project_dir: str | None = None) -> PiSettings:
+    """Pi's global settings, with a trusted project's ``.pi/settings.json`` merged over them
+    when ``project_dir`` is given; never raises (see the module docstring). A parsed file is
+    kept until its size or modification time changes, so a cell can read it every time."""
+    found = _read_file(settings_path(agent_dir))
+    if project_dir is None:
+        return found
+    project = _read_file(os.path.join(project_dir, ".pi", SETTINGS_FILE))
+    return found if project.missing else _merged(found, project)
+
+
+def _merged(base: PiSettings, project: PiSettings) -> PiSettings:
+    """Pi's deep merge of the project's file over the global one (for the keys read here)."""
+    problems = tuple(p for p in base.problems if not base.missing) + project.problems
+    return replace(
+        base,
+        exists=True,
+        missing=False,
+        default_provider=project.default_provider or base.default_provider,
+        default_model=project.default_model or base.default_model,
+        default_thinking_level=project.default_thinking_level or base.default_thinking_level,
+        compaction={**base.compaction, **project.compaction},
+        retry={**base.retry, **project.retry},
+        problems=problems,
+    )
+
+
+def _read_file(path: str) -> PiSettings:
     try:
         stat = os.stat(path)
     except FileNotFoundError:
@@ -166,6 +201,8 @@ def _from_object(path: str, data: dict[str, Any]) -> PiSettings:
         bad("defaultThinkingLevel", "one of " + ", ".join(THINKING_LEVELS), level)
     elif level is not None:
         values["default_thinking_level"] = level
+    if data.get("defaultProjectTrust") in ("always", "never"):
+        values["default_project_trust"] = data["defaultProjectTrust"]
     compaction = _section(data, "compaction", _COMPACTION_KEYS, bad)
     retry = _section(data, "retry", _RETRY_KEYS, bad)
     return PiSettings(
@@ -236,7 +273,7 @@ def save_default_model(provider: str, model_id: str, agent_dir: str | None = Non
         os.makedirs(os.path.dirname(path), exist_ok=True)
     except OSError as exc:
         raise SettingsWriteError(f"cannot create {os.path.dirname(path)} ({exc.strerror})") from None
-    with _locked(path):
+    with PiFileLock(path):
         data = _current(path)
         data["defaultProvider"] = provider
         data["defaultModel"] = model_id
@@ -286,7 +323,7 @@ def _write_atomic(path: str, text: str) -> None:
         raise SettingsWriteError(f"cannot write {path} ({exc.strerror}); nothing was saved") from None
 
 
-class _locked:
+class PiFileLock:
     """Pi's lock on ``path``: the directory ``path + ".lock"``, taken with ``mkdir`` (atomic),
     retried 10 times 20 ms apart as Pi does, and taken over when older than 10 s."""
 

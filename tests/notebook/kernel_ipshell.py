@@ -67,6 +67,10 @@ def ip_fixture(monkeypatch: pytest.MonkeyPatch) -> Iterator[InteractiveShell]:
                 "temperature",
                 "retry_base_delay",
                 "timeout",
+                "max_cost",
+                "max_total_tokens",
+                "max_conversation_cost",
+                "max_conversation_tokens",
             )
             for trait in traits:
                 setattr(magics, trait, magics.trait_defaults(trait))

@@ -1,5 +1,6 @@
 """The ``%pi`` subcommands: ``model``, ``thinking``, ``status``, ``history``, ``reset``,
-``tools``, ``steer``, ``mcp``, ``help`` and the session ones (``sessions.py``).
+``tools``, ``steer``, ``mcp``, ``help``, the session ones (``sessions.py``) and the resource
+ones (``resources.py``).
 
 Each takes ``(state, name, rest)``: the shell's ``NotebookState`` (its ``config`` is the loaded
 ``PiMagics``), the conversation named with ``--name`` (``None``: the default) and the rest of
@@ -29,9 +30,13 @@ from ..tools.notebook_tools import is_notebook_tool, mcp_tool_patterns, parse_to
 from ..tools.references import single_line
 from ..view.reduce import content_to_text
 from .mcp import mcp_command
+from .resources import HELP as RESOURCES_HELP
+from .resources import RESOURCE_SUBCOMMANDS
 from .sessions import HELP as SESSIONS_HELP
 from .sessions import SESSION_SUBCOMMANDS, session_line, turn_offset
+from .show import show_cmd
 from .undo import undo_command
+from .usage import usage_command
 
 HELP = """\
 %%pi [options]            ask the agent; the cell body is the prompt
@@ -48,6 +53,8 @@ HELP = """\
   --temperature T         sampling temperature (0 to 2), e.g. 0 for reproducible answers
   --seed N                sampling seed (OpenAI-compatible chat completions only)
   --timeout S             seconds a model request may go without an answer (default 300; 0: none)
+  --max-cost USD          stop the run once it has spent USD dollars (the model needs prices)
+  --max-total-tokens N    stop the run once its requests used N tokens, input + output
   --[no-]raise-on-error   raise after a run that ended in an error (default: headless runs)
   --resume                continue this notebook's latest recorded conversation first
   --replay                show the recorded answer of this prompt; no model is called
@@ -58,10 +65,13 @@ HELP = """\
                           the default model in Pi's settings.json (here and in the Pi CLI)
   thinking [LEVEL]        show or set the thinking level
   status                  conversation, model, message count, usage, controls, approvals
+  usage                   tokens and cost per run, per conversation and per session file
   history [N]             the last N messages (default 20)
   reset                   clear the conversation
   tools [SPEC]            show or set the default --tools
   steer TEXT              queue a steering message for the running (or next) run
+  show [N]                the frozen output of the Nth recorded run from the last (default 1);
+                          during a run (a reloaded page), the run's live view at once
   mcp add NAME -- CMD...  start an MCP server (stdio); its tools join every %%pi run
   mcp add NAME URL [--header NAME=ENVVAR ...]   an MCP server over Streamable HTTP
   mcp list | remove NAME  show the MCP servers (state, tools, reason) / stop one
@@ -69,6 +79,7 @@ HELP = """\
   help                    this text
 """
 HELP += f"\n%pi [--name NAME] SUBCOMMAND, for recorded conversations (Pi session files)\n{SESSIONS_HELP}"
+HELP += f"\n%pi SUBCOMMAND, for Pi's AGENTS.md, skills (/skill:name) and templates (/name)\n{RESOURCES_HELP}"
 
 
 
@@ -131,7 +142,7 @@ def _save_default(state: NotebookState, provider: str, model_id: str) -> str:
     except SettingsWriteError as exc:
         raise UsageError(f"model --save: {exc}") from None
     line = f"saved as the default model in {path} (new conversations here and the Pi CLI start with it)"
-    chosen = effective(state.config)
+    chosen = state.defaults()
     if not chosen.model_from_pi and chosen.model:
         line += f"; {chosen.model_source} ({chosen.model}) still comes first in this notebook"
     return line
@@ -175,7 +186,7 @@ def _status_cmd(state: NotebookState, name: str | None, rest: str) -> None:
 
 def defaults_line(state: NotebookState) -> str:
     """Where a new conversation's model comes from, and what Pi's ``settings.json`` gave."""
-    chosen = effective(state.config)
+    chosen = state.defaults()
     model = f"{chosen.model} (from {chosen.model_source})" if chosen.model else "none"
     pi = chosen.pi
     if pi.missing:
@@ -328,8 +339,11 @@ SUBCOMMANDS = {
     "reset": _reset_cmd,
     "tools": _tools_cmd,
     "steer": _steer_cmd,
+    "usage": usage_command,
     "mcp": _mcp_cmd,
     "help": _help_cmd,
+    "show": show_cmd,
     "undo": undo_command,
     **SESSION_SUBCOMMANDS,
+    **RESOURCE_SUBCOMMANDS,
 }

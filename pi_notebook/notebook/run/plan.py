@@ -4,10 +4,13 @@
 conversation (creating, replacing or resuming it), applies ``--model``, ``--thinking`` and
 ``--system``, which stay with the conversation, and on the first cell of an empty conversation
 looks once for a recorded session of it that ``%pi resume`` would continue. ``plan_run`` then
-only reads: the prompt as typed and as sent (``$`expr``` references expanded), the mode (live
+only reads: the prompt as typed and as sent (``/skill:name`` and ``/template`` expanded as Pi
+expands them, then ``$`expr``` references), the mode (live
 or static, can anyone click, headless), the approval policy and the tools it gates, the lines
-shown under the run from the start, the recording to replay, whether a failure raises, and the
-session settings for the run (retries, compaction, the summary timeout). The runner
+shown under the run from the start, the recording to replay, whether a failure raises, the
+session settings for the run (retries, compaction, the summary timeout) and the budgets of the
+run and of its conversation (refused before anything runs when the model has no prices for a
+dollar budget, or the conversation has spent its own). The runner
 (``runner.py``) executes a plan.
 """
 
@@ -23,9 +26,9 @@ from ...agent import Agent
 from ...agent.agent import has_model
 from ...agent.types import ThinkingLevel
 from ...ai.types import TextContent, UserMessage
-from ...runtime import AgentSessionSettings
+from ...runtime import AgentSessionSettings, Budget
+from ...runtime.budget import check_priced, reached
 from ..config import MODEL_ENV, timeout_ms
-from ..defaults import effective
 from ..options import RunOptions
 from ..sessions.replay import Recording, find_recording
 from ..state import NotebookState
@@ -67,6 +70,10 @@ class RunPlan:
     replay: Recording | None
     raise_on_error: bool
     settings: AgentSessionSettings
+    budget: Budget | None = None
+    """What this run may spend (``--max-cost``, ``--max-total-tokens``)."""
+    conversation_budget: Budget | None = None
+    """What the conversation's runs may spend together (``PiMagics.max_conversation_*``)."""
 
     @property
     def name(self) -> str:
@@ -114,11 +121,16 @@ def plan_run(
     prompt = strip_markers(body).strip()
     if not prompt:
         raise UsageError("%%pi needs a prompt: write it in the cell body")
-    text, refs = expand_references(prompt, state.shell.user_ns)
+    session = state.sessions.session(options.name)
+    resources = session.current_resources()
+    text, refs = expand_references(session.expand_input(prompt), state.shell.user_ns)
     content = [TextContent(text=text)] + ([TextContent(text=format_references(refs))] if refs else [])
     gated = _gated_tools(state, options, agent)
     approval = state.approval(options.approve, mode, gated)
     raise_on_error = mode.headless.headless if options.raise_on_error is None else options.raise_on_error
+    conversation_budget = _conversation_budget(state)
+    if not options.replay:
+        _check_budgets(state, options, agent, conversation_budget)
     return RunPlan(
         options=options,
         prompt=prompt,
@@ -126,10 +138,16 @@ def plan_run(
         mode=mode,
         approval=approval,
         gated=tuple(gated),
-        notices=(*_setting_notices(state, options, agent, approval, gated), *notes),
+        notices=(
+            *_setting_notices(state, options, agent, approval, gated),
+            *(state.resources.notices(resources) if resources is not None else ()),
+            *notes,
+        ),
         replay=_recording(state, options, agent, prompt) if options.replay else None,
         raise_on_error=raise_on_error,
         settings=_session_settings(state, options),
+        budget=options.budget,
+        conversation_budget=conversation_budget,
     )
 
 
@@ -155,7 +173,7 @@ def _setting_notices(
     """Lines that explain a setting: what is wrong with Pi's ``settings.json`` (each problem
     once), the approval policy (only when a tool it gates is on), a ``--thinking`` level the
     model ignores (once per conversation and model), an ignored seed."""
-    lines = state.settings_notices(effective(state.config).notices())
+    lines = state.settings_notices(state.defaults().notices())
     lines += [approval.notice] if approval.notice and gated else []
     thinking = state.thinking_ignored(options.name, agent)
     seed = seed_notice(options.seed, agent.state.model)
@@ -172,3 +190,32 @@ def _session_settings(state: NotebookState, options: RunOptions) -> AgentSession
     """The conversation's session settings (retries and compaction as configured) with this
     cell's ``--timeout`` for its summary requests."""
     return replace(state.sessions.settings(), summary_timeout_ms=timeout_ms(options.timeout))
+
+
+def _conversation_budget(state: NotebookState) -> Budget | None:
+    config = state.config
+    cost, tokens = config.max_conversation_cost, config.max_conversation_tokens
+    return Budget(max_cost=cost or None, max_total_tokens=tokens or None) if cost or tokens else None
+
+
+def _check_budgets(
+    state: NotebookState, options: RunOptions, agent: Agent, conversation: Budget | None
+) -> None:
+    """A dollar budget needs a model with prices; a conversation that has spent its budget
+    starts no further run. Either is a one-line ``UsageError`` saying what to do."""
+    model = agent.state.model
+    try:
+        check_priced(options.budget, model, "--max-cost", "--max-total-tokens")
+        check_priced(
+            conversation, model, "PiMagics.max_conversation_cost", "PiMagics.max_conversation_tokens"
+        )
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    phrase = reached(
+        f"conversation {options.name!r}", conversation, state.sessions.session(options.name).spent
+    )
+    if phrase is not None:
+        raise UsageError(
+            f"{phrase[0].upper()}{phrase[1:]}: raise PiMagics.max_conversation_cost / "
+            "max_conversation_tokens, or start a fresh one with --new"
+        )

@@ -5,8 +5,14 @@ conversation's ``AgentSession`` (``pi_notebook.runtime``), which records the ses
 retries transient failures and compacts as Pi does. What the cell adds reaches the agent as
 ``AgentRunOptions`` for this run only: the notebook and MCP tools, the approval gate, the turn
 limit and the loop guard (``loop_guard.py``), ``--temperature`` / ``--timeout`` / ``--seed``.
+The budgets (``--max-cost``, ``--max-total-tokens``, the conversation's) are the session's to
+keep: it stops the run when one is reached and says why (``budget_reached``).
 The user's ``Agent`` is never patched, so a hook the user sets during a run is still there
 after it.
+
+A page reloaded during the run gets the run back: a page that shows the live widget from a
+notebook saved during the run sees it freeze (``_freeze_for_new_pages``, ``kernel/pages.py``),
+and a ``%pi show`` run from a page without it gets the live view at once (``reattach.py``).
 
 The view hears every session event (it draws tokens, retries and compactions); the run's own
 bookkeeping hears only the few events it needs, so a streamed token visits the agent, the
@@ -41,8 +47,11 @@ from ...agent.types import TurnContext
 from ...ai.abort import ABORT_MESSAGE, AbortSignal
 from ...ai.failures import RequestFailure, failure_of
 from ...runtime import AgentSession
+from ..config import DEFAULT_NAME
 from ..kernel.compat import cell_running, get_kernel, inactive_controls_reason, install_comm_ack
 from ..kernel.interrupts import MainThreadBridge, watch_sigint
+from ..kernel.pages import on_next_page, pages_connected, watch_pages
+from ..kernel.queued import watch_queued
 from ..options import parse_options
 from ..result import PiResult, run_result
 from ..sessions.replay import continue_after, play
@@ -50,20 +59,28 @@ from ..state import NotebookState, state_for
 from ..tools.changes import undo_lines
 from ..tools.declare import Dispatch, run_here
 from ..tools.notebook_tools import is_notebook_tool, select_mcp_tools
-from ..view.reduce import explain
-from ..view.render import render_text
+from ..view.reduce import add_notice, explain
+from ..view.render import render_html, render_text
 from ..view.run_view import RunView, StaticView
 from .approval import FALLBACK_REASON, ApprovalGate, activate, deactivate
 from .errors import RunFailed, RunInterrupted, explain_error
 from .loop_guard import LoopGuard
 from .plan import RunPlan, plan_run, prepare_conversation, strip_markers
+from .reattach import attach, shows_run
 from .requests import probe_local_server, run_options
+from .trust import ask_trust, prepare_trust
 
 __all__ = ["PiRun", "prepare_run", "run_pi", "run_pi_sync"]
 
 _display: Callable[..., Any] = _untyped_display
 
-RUN_EVENTS = frozenset({"agent_start", "message_end", "compaction_end", "auto_retry_end"})
+RELOADED_NOTICE = (
+    "This notebook was saved during the run and opened again, so this output is a widget, which "
+    'shows "model not found" after a kernel restart. To keep it: run {command} in a new cell '
+    "(a static copy), then clear this output (Clear Cell Output in the cell's context menu)."
+)
+
+RUN_EVENTS = frozenset({"agent_start", "message_end", "compaction_end", "auto_retry_end", "budget_reached"})
 """The session events the run's bookkeeping needs (the view hears them all)."""
 
 
@@ -86,6 +103,8 @@ class PiRun:
         self.interrupted = False
         self.stopped_by_user = False
         self.stopped_at_max_turns = False
+        self.budget_reason: str | None = None
+        """The one line of a budget that stopped the run."""
         self.loop_guard = LoopGuard(plan.options.loop_guard)
         self.retry_cancelled = False
         self.compacted = False
@@ -95,6 +114,10 @@ class PiRun:
         self.replayed_from: int | None = None
         """Where a replayed run's messages begin in the transcript."""
         self._cell_done: Callable[[], None] = lambda: None
+        self._pages_at: int | None = None
+        """Pages connected when the live view was shown (``kernel.pages``); ``None``: not counted."""
+        self._unwatch: Callable[[], None] = lambda: None
+        """Stops showing this run to waiting ``%pi show`` requests (``kernel.queued``)."""
         self.mcp_tools: list[Any] | None = None
         """The MCP tools ``--tools`` chose (``select_mcp``); ``None``: every one, at the start."""
 
@@ -130,7 +153,21 @@ class PiRun:
             if kernel is not None:
                 install_comm_ack(kernel)
                 self._cell_done = cell_running(kernel)
+            if watch_pages():
+                self._pages_at = pages_connected()
             self.display_handle = _display(self.widget, display_id=True)
+            if kernel is not None:
+                stop = watch_queued(kernel, lambda msg: self._attach_to(kernel, msg))
+                self._unwatch = stop or self._unwatch
+
+    def _attach_to(self, kernel: Any, request: dict[str, Any]) -> None:
+        """A waiting ``%pi show`` of this conversation (a reloaded page's): show the live view
+        in its cell now (``reattach.py``)."""
+        code = str((request.get("content") or {}).get("code", ""))
+        running = self.loop is not None and not self.finished  # a run that never started stays out
+        if not running or self.display_handle is None or not shows_run(code, self.plan.name):
+            return
+        attach(kernel, request, self.widget._repr_mimebundle_(), self.display_handle.display_id)
 
     def started(self) -> None:
         """Write the run entry and tell the shell's state (and its observers) that the run begins."""
@@ -165,6 +202,7 @@ class PiRun:
             options, tools=every, before_tool_call=gate, should_stop_after_turn=self._after_turn
         )
         self.session.settings = self.plan.settings
+        self.session.budget = self.plan.conversation_budget
         unsubscribe = (
             self.session.subscribe(self.view.handle),
             self.session.subscribe(self._on_event, RUN_EVENTS),
@@ -174,7 +212,7 @@ class PiRun:
             if self.interrupted:  # interrupted before this loop existed (fallback): do not start
                 return
             await probe_local_server(self.agent)
-            await self.session.prompt(self.plan.message, run=run)
+            await self.session.prompt(self.plan.message, run=run, budget=self.plan.budget)
         except asyncio.CancelledError:
             self.interrupted = True
         finally:
@@ -221,6 +259,8 @@ class PiRun:
             self.compacted = self.compacted or (event.result is not None and event.reason != "manual")
         elif kind == "auto_retry_end" and event.final_error == "Retry cancelled":
             self.retry_cancelled = True
+        elif kind == "budget_reached":
+            self.budget_reason = event.reason
 
     def _after_turn(self, ctx: TurnContext) -> bool:
         """The run's limits, each told of every turn: the loop guard and ``--max-turns``."""
@@ -276,8 +316,9 @@ class PiRun:
     def finish(self) -> PiResult:
         """Freeze the output and set ``_pi`` (main thread, after the run)."""
         self._cell_done()
+        self._unwatch()
         view = self.view
-        if self.aborted and view.state.stop_reason != "aborted":
+        if self.aborted and view.state.stop_reason != "aborted" and self.budget_reason is None:
             view.add_notice(f"Aborted: {ABORT_MESSAGE}", "stop")  # stopped between turns
         if self.stopped_by_user:
             view.add_notice("Stopped with the Stop button.", "stop")  # in place of "Stopping…"
@@ -298,6 +339,7 @@ class PiRun:
             self.display_handle.update(bundle, raw=True)
         else:
             _display(bundle, raw=True)
+        self._freeze_for_new_pages()
         tools = self.state.tools
         changes = tools.changes
         if self.widget is not None and changes:  # live, and the run changed the notebook
@@ -308,6 +350,33 @@ class PiRun:
         self.shell.user_ns["_pi"] = result
         self.state.run_ended(self.plan.name, self.agent, result)
         return result
+
+    def _freeze_for_new_pages(self) -> None:
+        """A page that connected during the run (a reload), or connects later, may show the
+        live widget from a notebook saved during the run, and the output's update never
+        reaches it: make the widget look frozen too (now, or when the next page connects), and
+        say how to keep an output that survives a kernel restart."""
+        from ..view.live import LiveView
+
+        view, loop = self.view, self.loop
+        if self._pages_at is None or not isinstance(view, LiveView):
+            return
+        named = "" if self.plan.name == DEFAULT_NAME else f" --name {self.plan.name}"
+        notice = RELOADED_NOTICE.format(command=f"%pi{named} show")
+
+        def freeze() -> None:
+            add_notice(view.state, notice, "reloaded")
+            view.show_frozen(render_html(view.state))
+
+        if pages_connected() != self._pages_at:
+            freeze()
+        elif loop is not None:
+
+            def later() -> None:
+                if not loop.is_closed():
+                    loop.call_soon_threadsafe(freeze)
+
+            on_next_page(later)
 
     def result(self) -> PiResult:
         model = self.agent.state.model
@@ -321,6 +390,7 @@ class PiRun:
             aborted=self.aborted,
             conversation=self.plan.name,
             model=f"{model.provider}:{model.id}",
+            budget_reason=self.budget_reason,
         )
 
     def check_failure(self, result: PiResult) -> None:
@@ -364,7 +434,13 @@ def _shell(shell: Any = None) -> Any:
 
 async def run_pi(line: str, body: str) -> None:
     """The awaited ``%%pi`` path (the input transformer's target)."""
-    run = prepare_run(_shell(), line, body, awaited=True)
+    shell = _shell()
+    try:
+        with watch_sigint():
+            await ask_trust(state_for(shell), shell)  # before planning: trust decides what /name expands to
+    except asyncio.CancelledError:  # an interrupt while the question waited, as for a run
+        raise RunInterrupted from None
+    run = prepare_run(shell, line, body, awaited=True)
     if run.plan.options.mcp_tools:
         run.select_mcp(await run.state.mcp_tools())
     run.show()
@@ -381,7 +457,9 @@ async def run_pi(line: str, body: str) -> None:
 
 def run_pi_sync(line: str, body: str, shell: Any = None) -> PiResult:
     """The ``%%pi`` cell magic: run to completion without waiting for clicks."""
-    run = prepare_run(_shell(shell), line, body, awaited=False)
+    shell = _shell(shell)
+    prepare_trust(state_for(shell), awaited=False)  # nobody can answer: an undecided folder is untrusted
+    run = prepare_run(shell, line, body, awaited=False)
     if run.plan.options.mcp_tools:
         run.select_mcp(run.state.mcp_tools_blocking())
     bridge = MainThreadBridge()

@@ -45,6 +45,9 @@ class Recording:
     entries: list[SessionEntry]
     """The run entry's followers up to the next run entry."""
     model: str
+    prompt: str = ""
+    started: str = ""
+    """The run entry's timestamp (ISO 8601): when the cell started."""
 
 
 def _run_data(entry: SessionEntry) -> dict[str, Any] | None:
@@ -94,6 +97,20 @@ def find_recording(
         f"--replay: no recorded answer for this prompt{with_model} in conversation {name!r} of this "
         f"notebook ({sessions.directory()}); run the cell without --replay to record it"
     )
+
+
+def recorded_runs(manager: SessionManager) -> list[Recording]:
+    """Every ``%%pi`` run on the session's current branch, oldest first, with its prompt."""
+    path = manager.get_branch()
+    starts = [i for i, entry in enumerate(path) if _run_data(entry) is not None]
+    runs = []
+    for k, i in enumerate(starts):
+        data = _run_data(path[i]) or {}
+        end = starts[k + 1] if k + 1 < len(starts) else len(path)
+        model, prompt = str(data.get("model", "")), str(data.get("prompt", ""))
+        found = Recording(manager, path[i + 1 : end], model, prompt, path[i].timestamp)
+        runs.append(found)
+    return runs
 
 
 def replayed_messages(recording: Recording) -> list[Any]:

@@ -37,6 +37,7 @@ from ...agent import Agent
 from ...ai.models import get_model
 from ...ai.types import Model
 from ...runtime import AgentSession, AgentSessionSettings
+from ...runtime.resources.loader import ResourceLoader
 from ...session import (
     CustomEntry,
     CustomMessage,
@@ -99,6 +100,7 @@ class NotebookSessions(StateObserver):
         config: Callable[[], PiConfig],
         conversation: Callable[[str], Agent],
         message_ended: Callable[[str, Agent, Any], None] | None = None,
+        resources: Callable[[], ResourceLoader | None] = lambda: None,
     ) -> None:
         self.shell = shell
         self._config = config
@@ -106,6 +108,8 @@ class NotebookSessions(StateObserver):
         """The state's conversation of a name (created on first use, which tracks it here)."""
         self._message_ended = message_ended if message_ended is not None else self.message_appended
         """Told of every message a conversation ends (the state relays it to its observers)."""
+        self._resources = resources
+        """The resource loader of the notebook's folder, for every conversation's session."""
         self.tracked: dict[str, Tracked] = {}
         self.replay_cursors: dict[str, Any] = {}
         """Where ``--replay`` stands in each conversation's recording (``replay.py``)."""
@@ -166,7 +170,8 @@ class NotebookSessions(StateObserver):
     def settings(self) -> AgentSessionSettings:
         """Retry, compaction and the default thinking level as configured (``c.PiMagics``, else
         Pi's ``settings.json``: ``defaults.py``); a cell's options adjust them."""
-        chosen = effective(self.config)
+        loader = self._resources()
+        chosen = effective(self.config, loader.current().project_settings_dir if loader is not None else None)
         return AgentSessionSettings(
             retry=chosen.retry,
             compaction=chosen.compaction,
@@ -181,7 +186,9 @@ class NotebookSessions(StateObserver):
         previous = self.tracked.get(name)
         if previous is not None:
             previous.session.dispose()
-        session = AgentSession(agent, manager, settings=self.settings(), cwd=self.folder())
+        session = AgentSession(
+            agent, manager, settings=self.settings(), cwd=self.folder(), resources=self._resources()
+        )
         session.subscribe(
             lambda event: self._message_ended(name, agent, getattr(event, "message", None)), {"message_end"}
         )
@@ -208,6 +215,7 @@ class NotebookSessions(StateObserver):
         now (a ``%%pi`` cell's own options then apply for its run)."""
         session = self.get(name).session
         session.settings = self.settings()
+        session.resource_loader = self._resources()  # the folder's (c.PiMagics.project_folder may change)
         return session
 
     def begin(self, name: str, agent: Agent) -> Tracked:

@@ -2,8 +2,9 @@
 
 Every summary is capped (characters, items, rows) so a huge object never floods the model's
 context, and fast on huge values (only a slice of a long string is copied, nested containers
-are shown to three levels without recursing further); pandas and numpy objects are summarised
-by ``frames.py`` through the already-imported library.
+are shown to three levels without recursing further); the values of data libraries (pandas,
+numpy, polars, pyarrow, torch, xarray, DuckDB, dask, Spark) are summarised by ``summaries/``
+through the already-imported library.
 
 Secrets: a value whose *name* looks like a secret (``KEY``, ``TOKEN``, ``SECRET``,
 ``PASSWORD``, ``PASSWD``, ``CREDENTIAL``) is never shown; dict entries under such keys are
@@ -29,7 +30,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from .frames import library_kind, summarize_library
+from .summaries import recognise
 
 MAX_SUMMARY_CHARS = 2_000
 ONE_LINE_CHARS = 100
@@ -173,9 +174,9 @@ def summarize(value: Any, limit: int = MAX_SUMMARY_CHARS) -> str:
 def _summarize(value: Any, limit: int) -> str:
     if isinstance(value, _ENVIRON_TYPE):
         return f"os.environ with {len(value)} variables (values are never shown)"
-    library = library_kind(value)
+    library = recognise(value)
     if library is not None:
-        return summarize_library(library, value, limit)
+        return library.summary(value, limit)
     if isinstance(value, types.ModuleType):
         return f"module {value.__name__}"
     if inspect.isroutine(value) or inspect.isclass(value):
@@ -192,13 +193,9 @@ def _summarize(value: Any, limit: int) -> str:
 def one_line(value: Any, limit: int = ONE_LINE_CHARS) -> str:
     """A single-line summary for listings."""
     try:
-        library = library_kind(value)
-        if library == "pandas.DataFrame":
-            text = f"{value.shape[0]} rows x {value.shape[1]} columns"
-        elif library == "pandas.Series":
-            text = f"length {len(value)}, dtype {value.dtype}"
-        elif library == "numpy.ndarray":
-            text = f"shape={value.shape} dtype={value.dtype}"
+        library = recognise(value)
+        if library is not None:
+            text = library.one_line(value)
         elif isinstance(value, _ENVIRON_TYPE):
             text = "environment (values hidden)"
         elif inspect.isroutine(value) or inspect.isclass(value):

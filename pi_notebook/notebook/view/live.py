@@ -47,7 +47,7 @@ from .reduce import (
     set_elapsed,
 )
 
-__all__ = ["LiveView", "ViewControls"]
+__all__ = ["LiveView", "ViewControls", "close_tree"]
 
 log = logging.getLogger(__name__)
 
@@ -92,6 +92,21 @@ class _ViewBox(W.VBox):  # type: ignore[misc]
 
     def __repr__(self) -> str:
         return "pi_notebook live view"
+
+
+def close_tree(widget: W.Widget) -> None:
+    """Close ``widget`` and every widget it holds (children, layout, style), each once."""
+    seen: set[int] = set()
+    todo = [widget]
+    while todo:
+        item = todo.pop()
+        if id(item) in seen or not isinstance(item, W.Widget):
+            continue
+        seen.add(id(item))
+        for name in ("children", "layout", "style"):
+            value = getattr(item, name, None) if item.has_trait(name) else None
+            todo.extend(value if isinstance(value, tuple | list) else [value] if value is not None else [])
+        item.close()
 
 
 def _is_flush_point(event: AgentEvent | AgentSessionEvent) -> bool:
@@ -417,6 +432,19 @@ class LiveView:
     def static_bundle(self) -> dict[str, str]:
         """The frozen output (``text/plain`` + ``text/html``) of the current state."""
         return render.static_bundle(self.state)
+
+    def show_frozen(self, html: str) -> None:
+        """Make the widget itself look like the frozen output ``html`` (after ``close``): one
+        HTML child in place of the transcript and the controls, which are closed. For a page
+        that shows the widget from the saved notebook: the output's ``update_display_data``
+        never reaches it (see ``kernel.pages``). One message carries the whole HTML, so the
+        runner asks for it only when a page connected during the run."""
+        old = self.widget.children
+        self.widget.children = (W.HTML(html),)  # its own layout: the shared one closes below
+        layout = self.widget.layout
+        layout.border_left = layout.padding = layout.margin = None  # the HTML has its own
+        for child in old:
+            close_tree(child)
 
     # --- introspection for the runtime and tests ---------------------------------------------
 

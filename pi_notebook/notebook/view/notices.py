@@ -20,6 +20,9 @@ grow (``_retried_call``).
 
 Compaction lines: ``Compacting the context…`` while it runs, then ``Context compacted (context
 near the model's window): 12,345 tokens summarized.`` or the session's error line.
+
+A budget that stops the run (``budget_reached``): the session's one line, ``stopped: the run
+reached its budget of $0.50 ($0.52 spent)``, from the moment it stops.
 """
 
 from __future__ import annotations
@@ -129,9 +132,14 @@ def _on_compaction_end(state: ViewState, event: Any) -> None:
         drop_notice(state, key)
 
 
+def _on_budget_reached(state: ViewState, event: Any) -> None:
+    add_notice(state, event.reason, "budget")
+
+
 SESSION_HANDLERS: dict[str, Callable[[ViewState, Any], None]] = {
     "auto_retry_start": _on_retry_start,
     "auto_retry_end": _on_retry_end,
+    "budget_reached": _on_budget_reached,
     "compaction_start": _on_compaction_start,
     "compaction_end": _on_compaction_end,
 }

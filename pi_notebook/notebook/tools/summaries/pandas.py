@@ -1,7 +1,7 @@
-"""Bounded, fast summaries of pandas DataFrames and Series and numpy arrays.
+"""Bounded, fast summaries of pandas DataFrames and Series.
 
-The libraries are never imported here: a value is recognised through the already-imported
-module (``sys.modules``), so a kernel that never imported pandas pays nothing.
+pandas is never imported here: a value is recognised through the already-imported module
+(``sys.modules``), so a kernel that never imported pandas pays nothing.
 
 A DataFrame summary answers the usual first questions without running code: shape, memory,
 dtypes, missing values per column, ``describe()``-style statistics of the numeric columns and
@@ -20,63 +20,53 @@ the head rows. It stays fast on huge frames (10 million rows summarise in well u
 from __future__ import annotations
 
 import sys
-import time
 from typing import Any
 
-SAMPLE_ROWS = 100_000
-COUNT_BUDGET_S = 0.05
+from .common import (
+    COUNT_BUDGET_S,
+    MAX_COLUMNS,
+    MAX_NUMERIC,
+    SAMPLE_ROWS,
+    STAT_NAMES,
+    Budget,
+    fit,
+    human_bytes,
+    numpy_stats,
+    sample_note,
+    stats_table,
+)
+
 STOP_AFTER_S = 0.08  # no column is looked at after this: a frame of 100,000 columns stays fast
-MAX_COLUMNS = 200
-MAX_NUMERIC = 20
-SMALL_ARRAY = 1_000_000
 SMALL_FRAME = 200_000  # cells: counted in one vectorised isna(), exactly (< 20 ms for objects)
 _NS_PER_VALUE = {"f": 1.5e-9, "c": 3e-9, "m": 2e-9, "M": 2e-9, "O": 100e-9}
 _EXTENSION_NS = {"CategoricalDtype": 2.5e-9, "ArrowDtype": 0.0}  # codes; a null bitmap
 _MASKED_NS = 1.5e-9  # nullable Int64, Float64, boolean: a mask
 
 
-def library_kind(value: Any) -> str | None:
-    """``pandas.DataFrame``, ``pandas.Series`` or ``numpy.ndarray`` (subclasses too), else None."""
-    pandas = sys.modules.get("pandas")
-    if pandas is not None:
-        if isinstance(value, pandas.DataFrame):
-            return "pandas.DataFrame"
-        if isinstance(value, pandas.Series):
-            return "pandas.Series"
-    numpy = sys.modules.get("numpy")
-    if numpy is not None and isinstance(value, numpy.ndarray):
-        return "numpy.ndarray"
+def kind(value: Any) -> str | None:
+    """``DataFrame`` or ``Series`` (subclasses too), else None."""
+    pandas = sys.modules["pandas"]
+    if isinstance(value, pandas.DataFrame):
+        return "DataFrame"
+    if isinstance(value, pandas.Series):
+        return "Series"
     return None
 
 
-def summarize_library(kind: str, value: Any, limit: int) -> str:
-    if kind == "pandas.DataFrame":
-        return summarize_frame(value, limit)
-    if kind == "pandas.Series":
-        return summarize_series(value, limit)
-    return summarize_array(value, limit)
+def summarize(kind: str, value: Any, limit: int) -> str:
+    return summarize_frame(value, limit) if kind == "DataFrame" else summarize_series(value, limit)
 
 
-def human_bytes(size: float) -> str:
-    for unit in ("bytes", "KB", "MB", "GB"):
-        if size < 1024 or unit == "GB":
-            return f"{size:.0f} {unit}" if unit == "bytes" else f"{size:.1f} {unit}"
-        size /= 1024
-    return f"{size:.1f} TB"  # pragma: no cover - the loop returns at GB
+def one_line(kind: str, value: Any) -> str:
+    if kind == "DataFrame":
+        return f"{value.shape[0]} rows x {value.shape[1]} columns"
+    return f"length {len(value)}, dtype {value.dtype}"
 
 
 # --- missing values ----------------------------------------------------------------------------
 
 
-class _Budget:
-    def __init__(self, seconds: float) -> None:
-        self.deadline = time.perf_counter() + seconds
-
-    def affords(self, cost: float) -> bool:
-        return time.perf_counter() + cost <= self.deadline
-
-
-def _count_missing(column: Any, sample: Any, budget: _Budget) -> tuple[int, bool]:
+def _count_missing(column: Any, sample: Any, budget: Budget) -> tuple[int, bool]:
     """(missing values, exact) for one Series; ``sample`` is its sampled rows."""
     numpy = sys.modules["numpy"]
     dtype = column.dtype
@@ -111,7 +101,7 @@ def _extension_cost(dtype: Any) -> float:
 
 def _missing_lines(frame: Any, sample: Any) -> tuple[str, list[str]]:
     rows, columns = frame.shape
-    budget, stop = _Budget(COUNT_BUDGET_S), _Budget(STOP_AFTER_S)
+    budget, stop = Budget(COUNT_BUDGET_S), Budget(STOP_AFTER_S)
     found, approximate, lines = [], [], []
     checked = min(columns, MAX_COLUMNS)
     dtypes = list(frame.dtypes)
@@ -150,41 +140,23 @@ def _missing_lines(frame: Any, sample: Any) -> tuple[str, list[str]]:
 # --- statistics ------------------------------------------------------------------------------
 
 
-def _fmt(value: float) -> str:
-    return f"{value:.6g}"
-
-
-def _numeric_stats(values: Any) -> list[str]:
-    numpy = sys.modules["numpy"]
-    valid = values[~numpy.isnan(values)]
-    if not len(valid):
-        return ["0", *["nan"] * 7]
-    quartiles = numpy.percentile(valid, [25, 50, 75])
-    std = valid.std(ddof=1) if len(valid) > 1 else float("nan")
-    stats = [valid.mean(), std, valid.min(), *quartiles, valid.max()]
-    return [f"{len(valid):,}", *(_fmt(float(v)) for v in stats)]
-
-
 def _describe_lines(frame: Any, sample: Any, sampled: bool) -> list[str]:
     numpy = sys.modules["numpy"]
-    budget = _Budget(COUNT_BUDGET_S)
-    table = [["column", "count", "mean", "std", "min", "25%", "50%", "75%", "max"]]
+    budget = Budget(COUNT_BUDGET_S)
+    rows: list[tuple[str, list[str]]] = []
     dtypes = list(frame.dtypes)
+    more = False
     for i in range(min(frame.shape[1], MAX_COLUMNS)):
         dtype = dtypes[i]
         if not (isinstance(dtype, numpy.dtype) and dtype.kind in "iuf"):
             continue
-        if len(table) > MAX_NUMERIC or not budget.affords(0):
-            table.append(["...", "", "", "", "", "", "", "", ""])
+        if len(rows) >= MAX_NUMERIC or not budget.affords(0):
+            more = True
             break
         values = sample.iloc[:, i].to_numpy(dtype="float64")
-        table.append([column_name(frame.columns[i])[:24], *_numeric_stats(values)])
-    if len(table) == 1:
-        return []
-    where = f"an evenly spaced sample of {len(sample):,} of {len(frame):,} rows" if sampled else "all rows"
-    widths = [max(len(row[c]) for row in table) for c in range(len(table[0]))]
-    body = ["  " + "  ".join(cell.rjust(widths[c]) for c, cell in enumerate(row)).rstrip() for row in table]
-    return [f"numeric columns (describe over {where}):", *body]
+        rows.append((column_name(frame.columns[i]), numpy_stats(values)))
+    where = sample_note(len(sample), len(frame)) if sampled else "all rows"
+    return stats_table(rows, where, more)
 
 
 def _sample(frame: Any) -> tuple[Any, bool]:
@@ -195,19 +167,7 @@ def _sample(frame: Any) -> tuple[Any, bool]:
     return frame.iloc[::step], True
 
 
-def _fit(lines: list[str], budget: int, more: str) -> list[str]:
-    """The first lines that fit in ``budget`` characters, and a note of how many were left."""
-    kept: list[str] = []
-    used = 0
-    for i, line in enumerate(lines):
-        if used + len(line) + 1 > budget:
-            return [*kept, more.format(len(lines) - i)]
-        kept.append(line)
-        used += len(line) + 1
-    return kept
-
-
-# --- DataFrame, Series, ndarray ---------------------------------------------------------------
+# --- DataFrame, Series ---------------------------------------------------------------
 
 
 def summarize_frame(frame: Any, limit: int) -> str:
@@ -222,45 +182,26 @@ def summarize_frame(frame: Any, limit: int) -> str:
     header = [f"DataFrame with {rows:,} rows x {columns:,} columns ({memory}, object contents not counted)"]
     header.append(missing)
     parts = [*header, "columns (dtype, missing values):"]
-    parts += _fit(column_lines, int(limit * 0.4), "  ... {} more columns (use limit or inspect a column)")
-    parts += _fit(_describe_lines(frame, sample, sampled), int(limit * 0.3), "  ... {} more lines")
+    parts += fit(column_lines, int(limit * 0.4), "  ... {} more columns (use limit or inspect a column)")
+    parts += fit(_describe_lines(frame, sample, sampled), int(limit * 0.3), "  ... {} more lines")
     head = frame.head(5).to_string(max_cols=12, max_colwidth=30)
     used = sum(len(p) + 1 for p in parts)
-    parts += ["head (5 rows):", *_fit(head.splitlines(), max(0, limit - used - 20), "  ...")]
+    parts += ["head (5 rows):", *fit(head.splitlines(), max(0, limit - used - 20), "  ...")]
     return "\n".join(parts)
 
 
 def summarize_series(series: Any, limit: int) -> str:
     numpy = sys.modules["numpy"]
     sample, sampled = _sample(series)
-    count, exact = _count_missing(series, sample, _Budget(COUNT_BUDGET_S))
+    count, exact = _count_missing(series, sample, Budget(COUNT_BUDGET_S))
     how = "" if exact else f" in a {len(sample):,}-row sample"
     name = "(unnamed)" if series.name is None else repr(series.name)
     lines = [f"Series {name}, length {len(series):,}, dtype {series.dtype}, {count:,} missing{how}"]
     dtype = series.dtype
     if isinstance(dtype, numpy.dtype) and dtype.kind in "iuf" and len(series):
-        stats = _numeric_stats(sample.to_numpy(dtype="float64"))
-        names = ["count", "mean", "std", "min", "25%", "50%", "75%", "max"]
+        stats = numpy_stats(sample.to_numpy(dtype="float64"))
         where = f" (sample of {len(sample):,})" if sampled else ""
-        lines.append(f"describe{where}: " + ", ".join(f"{n} {v}" for n, v in zip(names, stats, strict=True)))
+        shown = ", ".join(f"{n} {v}" for n, v in zip(STAT_NAMES, stats, strict=True))
+        lines.append(f"describe{where}: {shown}")
     lines += ["head:", *series.head(10).to_string(max_rows=10).splitlines()]
-    return "\n".join(_fit(lines, limit, "..."))
-
-
-def summarize_array(array: Any, limit: int) -> str:
-    numpy = sys.modules["numpy"]
-    kind = type(array).__name__
-    lines = [f"{kind} shape={array.shape} dtype={array.dtype} ({human_bytes(float(array.nbytes))})"]
-    if 0 < array.size <= SMALL_ARRAY and array.dtype.kind in "iuf":
-        values = array.astype("float64", copy=False).ravel()
-        nans = int(numpy.count_nonzero(numpy.isnan(values)))
-        valid = values[~numpy.isnan(values)] if nans else values
-        if len(valid):
-            lines.append(
-                f"min {_fmt(float(valid.min()))}, max {_fmt(float(valid.max()))}, "
-                f"mean {_fmt(float(valid.mean()))}, {nans:,} NaN"
-            )
-    elif array.size > SMALL_ARRAY:
-        lines.append(f"(statistics skipped: {array.size:,} elements)")
-    lines.append(numpy.array2string(array, threshold=40, edgeitems=3, max_line_width=100))
-    return "\n".join(lines)
+    return "\n".join(fit(lines, limit, "..."))
