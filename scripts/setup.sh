@@ -8,6 +8,14 @@ if [ ! -x .venv/bin/python ]; then
 fi
 .venv/bin/python -m pip install -q --disable-pip-version-check -U pip
 .venv/bin/python -m pip install -q --disable-pip-version-check -e ".[dev]"
+# The notebook bridge labextension (the agent's live edits in JupyterLab and Notebook 7): built
+# from labextension/ and linked into the venv's labextensions, as `jupyter labextension
+# develop` would (an editable install copies no data files that do not exist yet).
+bash scripts/build-bridge.sh .venv/bin/python
+EXT=.venv/share/jupyter/labextensions/pi-notebook-bridge
+mkdir -p "$(dirname "$EXT")"
+rm -rf "$EXT"
+ln -s "$(pwd)/pi_notebook/notebook/bridge/labextension" "$EXT"
 echo "pi_notebook installed in $(pwd)/.venv"
 # The degraded-mode test's second venv (ipykernel 6.x). Optional on a developer machine (the
 # test then skips); required in CI, where a skip would hide the only real old-kernel check.

@@ -9,9 +9,10 @@ blocks until the run ends (Run All and nbval keep their order) while comms are h
 time the transformer emits a call to it: a traceback or ``In[n]`` then reads as what it is.
 
 Rules: comment lines (and blank lines) may precede ``%%pi``; ``%%pi_sync`` or ``%%pie`` are
-left alone; with autoawait off, or a non-asyncio loop runner, the cell becomes a plain call of
-the registered ``%%pi`` cell magic (the non-interactive fallback). The transform runs on every
-cell, so it does the cheap check first.
+left alone; a cell that is exactly ``%pi undo`` becomes ``await _pi_undo(...)`` (undo waits
+for the notebook's answers, see ``commands/undo.py``); with autoawait off, or a non-asyncio
+loop runner, the cell becomes a plain call of the registered ``%%pi`` cell magic (the
+non-interactive fallback). The transform runs on every cell, so it does the cheap check first.
 
 Loading also registers ``PiMagics`` (``%%pi`` fallback, ``%pi``), a ``post_run_cell`` hook
 that records cell errors for ``read_cells``, and, on ipykernel >= 7.4, the ``comm_msg``
@@ -35,6 +36,14 @@ _MARKER = "__pi_notebook_transformer__"
 RUN_NAME = "_pi_run"
 _AWAIT_CALL = "await " + RUN_NAME + "({line!r}, {body!r})\n"
 _SYNC_CALL = "get_ipython().run_cell_magic('pi', {line!r}, {body!r})\n"
+UNDO_NAME = "_pi_undo"
+_UNDO_CALL = "await " + UNDO_NAME + "(get_ipython())\n"
+
+
+def is_undo_cell(lines: list[str]) -> bool:
+    """The cell is ``%pi undo`` alone (comments and blank lines aside)."""
+    code = [line.strip() for line in lines if line.strip() and not line.lstrip().startswith("#")]
+    return len(code) == 1 and code[0].split() == ["%pi", "undo"]
 
 
 def split_pi_cell(lines: list[str]) -> tuple[str, str] | None:
@@ -59,6 +68,12 @@ def make_transformer(shell: Any) -> Any:
     def pi_transformer(lines: list[str]) -> list[str]:
         found = split_pi_cell(lines)
         if found is None:
+            if is_undo_cell(lines) and can_await(shell):
+                from .commands.undo import undo_last
+
+                shell.user_ns[UNDO_NAME] = undo_last
+                shell.user_ns_hidden[UNDO_NAME] = undo_last
+                return [_UNDO_CALL]
             return lines
         line, body = found
         if not can_await(shell):

@@ -23,6 +23,8 @@ from pathlib import Path
 from typing import Any
 
 KERNEL_NAME = "pi-notebook-browser"
+BRIDGE_BUILD = Path(__file__).resolve().parents[2] / "pi_notebook" / "notebook" / "bridge" / "labextension"
+"""Where ``scripts/setup.sh`` builds the ``pi-notebook-bridge`` labextension of this checkout."""
 CHROMIUM = "/usr/bin/chromium"
 SHOTS = Path(__file__).resolve().parents[2] / "test-output" / "browser"
 CHROMIUM_ARGS = [
@@ -69,6 +71,8 @@ class Lab:
             "JUPYTERLAB_WORKSPACES_DIR": "workspaces",
         }
         env.update({name: str(self.root / sub) for name, sub in dirs.items()})
+        # This checkout's notebook bridge (the venv may hold another checkout's, or none).
+        env["JUPYTER_PATH"] = str(self.root / "share")
         return env
 
     def _write_settings(self, env: dict[str, str]) -> None:
@@ -77,6 +81,10 @@ class Lab:
         (notify / "notification.jupyterlab-settings").write_text(
             json.dumps({"fetchNews": "false", "checkForUpdates": False})
         )
+        if (BRIDGE_BUILD / "package.json").exists():
+            extensions = self.root / "share" / "labextensions"
+            extensions.mkdir(parents=True, exist_ok=True)
+            (extensions / "pi-notebook-bridge").symlink_to(BRIDGE_BUILD, target_is_directory=True)
         spec = Path(env["JUPYTER_DATA_DIR"]) / "kernels" / KERNEL_NAME
         spec.mkdir(parents=True, exist_ok=True)
         (spec / "kernel.json").write_text(
@@ -146,18 +154,21 @@ class Lab:
             os.killpg(proc.pid, signal.SIGKILL)  # our own session only
             proc.wait(timeout=5)
 
-    def write_notebook(self, name: str, cells: list[str]) -> str:
+    def write_notebook(self, name: str, cells: list[str], ids: list[str] | None = None) -> str:
+        """Write code cells (``ids``: their cell ids; a source starting ``# md\n`` is a
+        markdown cell) and return the URL that opens the notebook."""
+        made: list[dict[str, Any]] = []
+        for i, source in enumerate(cells):
+            cell: dict[str, Any] = {"cell_type": "code", "source": source, "metadata": {}}
+            if source.startswith("# md\n"):
+                cell = {"cell_type": "markdown", "source": source.removeprefix("# md\n"), "metadata": {}}
+            else:
+                cell.update(outputs=[], execution_count=None)
+            if ids is not None:
+                cell["id"] = ids[i]
+            made.append(cell)
         notebook = {
-            "cells": [
-                {
-                    "cell_type": "code",
-                    "source": source,
-                    "metadata": {},
-                    "outputs": [],
-                    "execution_count": None,
-                }
-                for source in cells
-            ],
+            "cells": made,
             "metadata": {
                 "kernelspec": {
                     "name": KERNEL_NAME,

@@ -1,6 +1,7 @@
 """JupyterLab in Debian's Chromium: the cell ``insert_cell`` asks for appears below the
-``%%pi`` cell when the run ends (the ``set_next_input`` payload of the execute reply, which
-JupyterLab turns into a new code cell). Screenshot: ``test-output/browser/insert-cell.png``."""
+``%%pi`` cell, once: inserted live through the notebook bridge (the labextension this
+checkout builds), not again by a ``set_next_input`` payload when the run ends. Screenshot:
+``test-output/browser/insert-cell.png``."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from browser_lab import CHROMIUM, SHOTS, Lab, chromium_page
+from browser_lab import BRIDGE_BUILD, CHROMIUM, SHOTS, Lab, chromium_page
 from test_browser import run_cell
 
 pytestmark = [
@@ -37,6 +38,7 @@ RUN = "%%pi --model faux:faux-1 --approve auto\nAdd a cell that computes 6 * 7."
 
 def test_inserted_cell_appears_in_jupyterlab(tmp_path: Path) -> None:
     expect = playwright_sync.expect
+    assert (BRIDGE_BUILD / "package.json").exists(), "build the labextension: bash scripts/setup.sh"
     with Lab(tmp_path) as lab, playwright_sync.sync_playwright() as p:
         url = lab.write_notebook("insert.ipynb", [SETUP, RUN, ""])  # Shift+Enter moves on, adds none
         with chromium_page(p, lab, "insert-cell-failure.png", height=900) as page:
@@ -54,7 +56,7 @@ def _drive(page: Any, url: str, expect: Any) -> None:
     run_cell(page, cells.nth(1))
     static = cells.nth(1).locator(".pi-static")
     expect(static).to_be_visible(timeout=60_000)
-    expect(static.locator(".pi-tool", has_text="insert_cell")).to_contain_text("will be inserted below")
+    expect(static.locator(".pi-tool", has_text="insert_cell")).to_contain_text("Inserted 1 cell after cell")
     expect(cells).to_have_count(4, timeout=30_000)
     expect(cells.nth(2).locator(".jp-InputArea-editor")).to_contain_text("inserted_by_pi = 6 * 7")
     expect(cells.nth(3).locator(".jp-InputArea-editor")).to_have_text("")

@@ -56,7 +56,8 @@ def test_headless_ask_says_it_became_deny_and_why(
     _, captured = pi(ip, f"{MODEL} --approve ask", "q")
     assert (
         "Headless run (PI_NOTEBOOK_HEADLESS=1): --approve ask became deny, since nobody can click "
-        "Approve; insert_cell, run_code, set_variable are blocked (pass --approve auto to allow them)."
+        "Approve; delete_cells, edit_cell, insert_cell, insert_cells, run_cell, run_code, set_variable "
+        "are blocked (pass --approve auto to allow them)."
     ) in plain(captured)
 
 
@@ -65,8 +66,8 @@ def test_ask_where_nobody_can_click_says_it_became_deny(ip: Any, faux: FauxRegis
     faux.set_responses(["a"])
     _, captured = pi(ip, f"{MODEL} --approve ask", "q")
     assert (
-        "so nothing answers a click. --approve ask became deny: insert_cell, run_code, set_variable "
-        "are blocked."
+        "so nothing answers a click. --approve ask became deny: delete_cells, edit_cell, insert_cell, "
+        "insert_cells, run_cell, run_code, set_variable are blocked."
     ) in plain(captured)
 
 

@@ -281,7 +281,10 @@ def test_default_policy_without_a_frontend_is_deny_and_says_so(ip: Any, faux: Fa
     _, captured = pi(ip, MODEL, "set v")
     assert "v" not in ip.user_ns
     assert "Controls inactive: no Jupyter kernel" in plain(captured)
-    assert "Approvals follow --approve deny: insert_cell, run_code, set_variable are blocked." in plain(
+    assert (
+        "Approvals follow --approve deny: delete_cells, edit_cell, insert_cell, insert_cells, run_cell, "
+        "run_code, set_variable are blocked."
+    ) in plain(
         captured
     )
 
@@ -324,7 +327,8 @@ def test_headless_is_forced_by_the_environment(
     faux.set_responses([set_v, "a", set_v, "b"])
     _, captured = pi(ip, MODEL, "q")
     assert (
-        "Headless run: approvals follow --approve deny; insert_cell, run_code, set_variable are blocked"
+        "Headless run: approvals follow --approve deny; delete_cells, edit_cell, insert_cell, insert_cells, "
+        "run_cell, run_code, set_variable are blocked"
         in (plain(captured))
     )
     _, captured = pi(ip, f"{MODEL} --approve auto", "q")

@@ -75,6 +75,10 @@ def test_built_tools_are_marked_and_state_changers_are_sequential(tools: Noteboo
         "run_code",
         "insert_cell",
         "set_variable",
+        "insert_cells",
+        "edit_cell",
+        "delete_cells",
+        "run_cell",
     }
     schema = built["run_code"].to_tool().parameters
     assert schema["required"] == ["code"]

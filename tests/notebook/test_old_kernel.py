@@ -103,7 +103,8 @@ def test_default_policy_denies_and_the_output_says_why(k: Kernel) -> None:
     watch, first, second = run_set_variable(k, "")
     notice = check_degraded_run(watch, first, second)
     assert notice.endswith(
-        "Approvals follow --approve deny: insert_cell, run_code, set_variable are blocked."
+        "Approvals follow --approve deny: delete_cells, edit_cell, insert_cell, insert_cells, run_cell, "
+        "run_code, set_variable are blocked."
     )
     assert "[tool] set_variable (denied)" in watch.final_bundle()["text/plain"]
     assert notice in html.unescape(watch.shown_text())  # the live view said it too, while streaming
@@ -119,7 +120,8 @@ def test_approve_auto_runs_the_tool(k: Kernel) -> None:
     watch, first, second = run_set_variable(k, " --approve auto")
     notice = check_degraded_run(watch, first, second)
     assert notice.endswith(
-        "Approvals follow --approve auto: insert_cell, run_code, set_variable run without asking."
+        "Approvals follow --approve auto: edit_cell, insert_cell, insert_cells, run_cell, run_code, "
+        "set_variable run without asking (delete_cells always asks)."
     )
     assert "[tool] set_variable (done)" in watch.final_bundle()["text/plain"]
     assert value(k, "old_var") == "7"

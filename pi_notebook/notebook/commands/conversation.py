@@ -35,6 +35,7 @@ from .resources import RESOURCE_SUBCOMMANDS
 from .sessions import HELP as SESSIONS_HELP
 from .sessions import SESSION_SUBCOMMANDS, session_line, turn_offset
 from .show import show_cmd
+from .undo import undo_command
 from .usage import usage_command
 
 HELP = """\
@@ -44,7 +45,7 @@ HELP = """\
   --system TEXT           system prompt of this conversation
   --tools SPEC            all|none|read|write|comma list of tool names, MCP ones too
                           (files__read_file, files__*: then only those MCP tools join)
-  --approve POLICY        ask|auto|deny for run_code, insert_cell, set_variable
+  --approve POLICY        ask|auto|deny for the tools that change state (delete_cells always asks)
   --new                   start a fresh conversation
   --name NAME             use (or create) the conversation NAME
   --text                  plain-text output, no widgets
@@ -76,6 +77,7 @@ HELP = """\
   mcp list | remove NAME  show the MCP servers (state, tools, reason) / stop one
   extension load MODULE_OR_PATH   load a Pi extension (def setup(pi)); list: what is loaded
   NAME [ARGS]             a command an extension registered (pi.register_command)
+  undo                    take back what the last run changed in the notebook (alone in a cell)
   help                    this text
 """
 HELP += f"\n%pi [--name NAME] SUBCOMMAND, for recorded conversations (Pi session files)\n{SESSIONS_HELP}"
@@ -354,6 +356,7 @@ SUBCOMMANDS = {
     "extension": _extension_cmd,
     "help": _help_cmd,
     "show": show_cmd,
+    "undo": undo_command,
     **SESSION_SUBCOMMANDS,
     **RESOURCE_SUBCOMMANDS,
 }

@@ -277,3 +277,12 @@ async def _ack_after(result: Awaitable[Any], ack: Callable[[Any], None], msg: An
     value = await result
     ack(msg)
     return value
+
+
+def running_cell_id(kernel: Any) -> str | None:
+    """The id of the notebook cell being executed, as JupyterLab and Notebook 7 send it in the
+    ``execute_request`` metadata (``cellId``); ``None`` from other clients."""
+    parent = _shell_parent(kernel) if kernel is not None else None
+    metadata = parent.get("metadata") if isinstance(parent, dict) else None
+    cell_id = metadata.get("cellId") if isinstance(metadata, dict) else None
+    return cell_id if isinstance(cell_id, str) and cell_id else None

@@ -47,6 +47,7 @@ from ...ai.abort import AbortSignal
 from ...ai.types import ToolCall
 from ..config import POLICIES, Policy
 from ..kernel.compat import execute_request_content, get_kernel, inactive_controls_reason, widgets_available
+from ..tools.edits import PreviewRefused
 from ..tools.notebook_tools import STATE_CHANGING_TOOLS
 
 HEADLESS_ENV = "PI_NOTEBOOK_HEADLESS"
@@ -54,6 +55,13 @@ _TRUE = frozenset({"1", "true", "yes", "on"})
 _FALSE = frozenset({"0", "false", "no", "off"})
 
 USER_DENIED = "Tool call denied by the user."
+USER_REJECTED = "The user rejected this change; nothing was changed."
+ALWAYS_ASK = frozenset({"delete_cells"})
+"""Tools that ask even under ``--approve auto`` (an entry in ``c.PiMagics.approvals`` still
+decides for them)."""
+Preview: TypeAlias = Callable[[str, dict[str, Any]], Awaitable[str | None]]
+"""What the card shows while a call waits (an edit's diff); raises ``PreviewRefused`` for a
+call that would be refused anyway."""
 FALLBACK_REASON = (
     "Controls inactive: %%pi ran as a plain cell magic (autoawait off or called from code), "
     "so nothing answers a click."
@@ -143,7 +151,11 @@ def resolve_policy(
     if policy == "deny":
         how = f"{blocked} {'is' if one else 'are'} blocked"
     else:
-        how = f"{blocked} {'runs' if one else 'run'} without asking"
+        free = [n for n in names if n not in ALWAYS_ASK]
+        asks = [n for n in names if n in ALWAYS_ASK]
+        how = f"{', '.join(free) or 'no tool'} {'runs' if len(free) <= 1 else 'run'} without asking"
+        if asks:
+            how += f" ({', '.join(asks)} always {'asks' if len(asks) == 1 else 'ask'})"
     if headless.headless:
         hint = " (pass --approve auto to allow them)" if policy == "deny" else ""
         if requested == "ask":  # the user asked for buttons: say why there are none
@@ -181,7 +193,7 @@ class ToolPolicy:
     """The policy of one tool and where it came from (for the reason of a denial)."""
 
     policy: Policy
-    source: Literal["config", "tool", "run"]
+    source: Literal["config", "tool", "run", "always"]
     key: str = ""
     """The ``c.PiMagics.approvals`` entry that matched (source ``config``)."""
 
@@ -223,6 +235,9 @@ def denied_reason(name: str, decision: ToolPolicy, *, headless: bool) -> str:
     """What the model reads when the policy (not a click) blocked a call of ``name``."""
     if decision.source == "run":
         return policy_denied_reason(decision.policy, headless)
+    if decision.source == "always":
+        nobody = "this run is headless" if headless else "nobody can click Approve in this run"
+        return f"Tool call denied: {name} always asks the user, and {nobody}."
     config = decision.source == "config"
     where = f"c.PiMagics.approvals[{decision.key!r}]" if config else "its own approval policy"
     if decision.policy == "deny":
@@ -253,6 +268,7 @@ class ApprovalGate:
         headless: bool = False,
         signal: Callable[[], AbortSignal | None] | None = None,
         announce: Callable[[], None] | None = None,
+        preview: Preview | None = None,
     ) -> None:
         if policy == "ask" and request is None:
             raise ValueError("policy 'ask' needs a way to ask")
@@ -261,12 +277,18 @@ class ApprovalGate:
         self.headless = headless
         self._signal = signal
         self._announce = announce
+        self._preview = preview
         self.denied: list[str] = []
         self.approved: set[str] = set()
         """Calls the user approved through ``ask_approval``: the gate does not ask twice."""
 
     def decision(self, name: str, tool: AgentTool | None) -> ToolPolicy | None:
-        return tool_policy(name, tool, self.approvals, self.policy)
+        decision = tool_policy(name, tool, self.approvals, self.policy)
+        auto = decision is not None and decision.source == "run" and decision.policy == "auto"
+        if name in ALWAYS_ASK and auto:
+            # --approve auto is for the run's tools; deleting cells asks even then
+            return ToolPolicy("ask", "always")
+        return decision
 
     async def __call__(
         self, ctx: BeforeToolCallContext, signal: AbortSignal | None = None
@@ -285,9 +307,17 @@ class ApprovalGate:
             self.denied.append(call.id)
             reason = denied_reason(call.name, decision, headless=self.headless)
             return BeforeToolCallResult(block=True, reason=reason)
-        if await self.ask(call.id, signal=signal):
+        shown: str | None = None
+        if self._preview is not None:
+            try:
+                shown = await self._preview(call.name, dict(call.arguments or {}))
+            except PreviewRefused as exc:  # refused anyway: nobody is asked to approve it
+                self._mark(call.id, False)
+                self.denied.append(call.id)
+                return BeforeToolCallResult(block=True, reason=str(exc))
+        if await self.ask(call.id, shown, signal=signal):
             return None
-        return BeforeToolCallResult(block=True, reason=USER_DENIED)
+        return BeforeToolCallResult(block=True, reason=USER_DENIED if shown is None else USER_REJECTED)
 
     async def ask(
         self, tool_call_id: str, reason: str | None = None, signal: AbortSignal | None = None

@@ -49,7 +49,7 @@ from ...ai.failures import RequestFailure, failure_of
 from ...ai.types import AssistantMessage
 from ...runtime import AgentSession
 from ..config import DEFAULT_NAME
-from ..kernel.compat import cell_running, get_kernel, install_comm_ack
+from ..kernel.compat import cell_running, get_kernel, inactive_controls_reason, install_comm_ack
 from ..kernel.interrupts import MainThreadBridge, watch_sigint
 from ..kernel.pages import on_next_page, pages_connected, watch_pages
 from ..kernel.queued import watch_queued
@@ -58,12 +58,14 @@ from ..result import PiResult, run_result
 from ..sessions.replay import continue_after, play
 from ..sessions.sessions import RUN_ENTRY
 from ..state import NotebookState, state_for
-from ..tools.notebook_tools import Dispatch, is_notebook_tool, run_here, select_mcp_tools
+from ..tools.changes import undo_lines
+from ..tools.declare import Dispatch, run_here
+from ..tools.notebook_tools import is_notebook_tool, select_mcp_tools
 from ..view.notices import rerun_turn
 from ..view.reduce import add_notice, explain
 from ..view.render import render_html, render_text
 from ..view.run_view import RunView, StaticView
-from .approval import ApprovalGate, activate, deactivate
+from .approval import FALLBACK_REASON, ApprovalGate, activate, deactivate
 from .errors import RunFailed, RunInterrupted, explain_error
 from .extension_ui import CellUI
 from .loop_guard import LoopGuard
@@ -202,7 +204,10 @@ class PiRun:
         options = self.plan.options
         tools = self.state.tools
         headless = self.plan.mode.headless.headless
-        tools.begin_run(dispatch, self._interrupt_from_tool, model=self.agent.state.model, headless=headless)
+        tools.begin_run(
+            dispatch, self._interrupt_from_tool, model=self.agent.state.model, headless=headless,
+            comms=self._hears_comms(),
+        )
         own = [t for t in self.agent.state.tools if not is_notebook_tool(t)]
         mcp = self.mcp_tools if self.mcp_tools is not None else await self.state.mcp_tools()
         every = own + tools.build(options.tools) + mcp
@@ -262,6 +267,12 @@ class PiRun:
         finally:
             self.agent.stream_fn = original
 
+    def _hears_comms(self) -> bool:
+        """The kernel handles comm messages while this cell awaits, so the notebook bridge can
+        answer: the awaited path (not the fallback magic) on ipykernel >= 7.4."""
+        reason = self.plan.mode.reason
+        return reason != FALLBACK_REASON and inactive_controls_reason(self.shell) is None
+
     def _gate(self) -> ApprovalGate:
         """The approval policies of this run: ``--approve``, the per-tool map, tools' own."""
         mode = self.plan.mode
@@ -274,6 +285,7 @@ class PiRun:
             headless=mode.headless.headless,
             signal=lambda: self.agent.signal,
             announce=self._announce_policy,
+            preview=self.state.tools.preview,
         )
 
     def _extension_ui(self) -> CellUI:
@@ -390,6 +402,12 @@ class PiRun:
         else:
             _display(bundle, raw=True)
         self._freeze_for_new_pages()
+        tools = self.state.tools
+        changes = tools.changes
+        if self.widget is not None and changes:  # live, and the run changed the notebook
+            from ..view.undo_button import undo_button
+
+            _display(undo_button(lambda: undo_lines(tools.bridge, tools.no_bridge, changes)))
         result = self.result()
         self.shell.user_ns["_pi"] = result
         self.state.run_ended(self.plan.name, self.agent, result)

@@ -117,15 +117,17 @@ def saved_notebook(shell: Any) -> Path | None:
 
 
 def format_saved_cell(
-    index: int, cell: dict[str, Any], include_outputs: bool, images: ImageBudget | None = None
+    index: int, cell: dict[str, Any], include_outputs: bool, images: ImageBudget | None = None, note: str = ""
 ) -> str:
-    """One cell of a saved ``.ipynb``: header, source and up to five outputs (rich ones as
-    text, images to ``images`` when given)."""
+    """One cell of a saved ``.ipynb`` (or of the live document, which has the same shape):
+    header with the cell's id, source and up to five outputs (rich ones as text, images to
+    ``images`` when given). ``note`` ends the header (``this %%pi cell``)."""
     source = cell.get("source", "")
     source = "".join(source) if isinstance(source, list) else str(source)
     kind = cell.get("cell_type", "code")
     count = cell.get("execution_count")
-    header = f"[{index}] {kind}" + (f" (In [{count}])" if kind == "code" and count else "")
+    header = f"[{index}] {kind}" + (f" id={cell['id']}" if cell.get("id") else "")
+    header += (f" (In [{count}])" if kind == "code" and count else "") + (f" ({note})" if note else "")
     lines = [header, truncate(source.rstrip(), 2000)]
     if include_outputs and kind == "code" and _PI_CELL.search(source) is None:
         for output in cell.get("outputs", [])[:5]:

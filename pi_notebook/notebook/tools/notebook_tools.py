@@ -32,17 +32,21 @@ import re
 import sys
 import traceback
 import types
-from collections.abc import Awaitable, Callable, Iterable
-from typing import Annotated, Any, TypeVar
+from collections.abc import Callable, Iterable
+from typing import Annotated, Any
 
 from pydantic import Field
 
 from ...agent.decorator import tool
 from ...agent.types import AgentTool, AgentToolResult, ToolExecutionMode
 from ...ai.types import TextContent
+from ..bridge import BridgeUnavailable, NotebookBridge
+from ..kernel.compat import get_kernel, running_cell_id
 from ..kernel.interrupts import interruptible, raise_if_interrupted
 from .cell_log import CellErrorLog
 from .cells import format_saved_cell, history_text, saved_notebook
+from .declare import Dispatch, declared_tools, notebook_tool, run_here
+from .edits import NO_COMMS, EditTools, NewCell
 from .outputs import ImageBudget, Shown, open_figures, take_figures
 from .references import (
     looks_secret,
@@ -54,32 +58,10 @@ from .references import (
     truncate,
 )
 
-T = TypeVar("T")
-F = TypeVar("F", bound=Callable[..., Any])
-Dispatch = Callable[[Callable[[], Any]], Awaitable[Any]]
-
 PROTECTED_NAMES = frozenset({"In", "Out", "get_ipython", "exit", "quit"})
 OUTPUT_CHARS = 8_000
 NOTEBOOK_CHARS = 24_000
 _TOOL_MARKER = "__pi_notebook_tool__"  # on the execute function of a built tool
-_CHANGES_STATE = "__pi_notebook_tool_changes_state__"  # on a declared method
-
-
-async def run_here(fn: Callable[[], T]) -> T:
-    return fn()
-
-
-def notebook_tool(*, changes_state: bool = False) -> Callable[[F], F]:
-    """Declare a ``NotebookTools`` method as a notebook tool. ``changes_state``: the tool goes
-    through the approval policy and runs alone (sequential). ``NotebookTools.build`` turns the
-    bound method into an ``AgentTool`` with ``@tool``: the signature is the schema, the
-    docstring the description."""
-
-    def mark(method: F) -> F:
-        setattr(method, _CHANGES_STATE, changes_state)
-        return method
-
-    return mark
 
 
 def is_notebook_tool(tool: AgentTool) -> bool:
@@ -94,10 +76,11 @@ def _head_tail(text: str, limit: int = OUTPUT_CHARS) -> str:
     return f"{text[:half]}\n... [{len(text) - limit} characters omitted] ...\n{text[-half:]}"
 
 
-class NotebookTools:
+class NotebookTools(EditTools):
     """The notebook tools of one shell. ``dispatch`` and ``on_interrupt`` are set per run."""
 
     def __init__(self, shell: Any, errors: CellErrorLog | None = None) -> None:
+        super().__init__()
         self.shell = shell
         self.errors = errors if errors is not None else CellErrorLog()
         self.dispatch: Dispatch = run_here
@@ -107,6 +90,7 @@ class NotebookTools:
         self.headless = False
         self._runs = itertools.count(1)
         self._tools: dict[str, AgentTool] = {}
+        self._bridge: NotebookBridge | None = None
         if shell is not None:
             self.errors.watch(shell)
 
@@ -117,13 +101,27 @@ class NotebookTools:
         *,
         model: Any = None,
         headless: bool = False,
+        comms: bool = False,
     ) -> None:
         """Per run: how to reach the main thread, what an interrupt does, the run's ``model``
-        (images go to models with image input, others get a placeholder) and whether nobody
-        watches (``headless``: no frontend will insert a cell)."""
+        (images go to models with image input, others get a placeholder), whether nobody
+        watches (``headless``: no frontend will insert a cell) and whether the kernel hears
+        comm messages while the cell runs (``comms``: the live notebook can be reached)."""
         self.dispatch, self.on_interrupt, self.inserted = dispatch, on_interrupt, []
         self.sees_images = model is None or "image" in getattr(model, "input", ("image",))
         self.headless = headless
+        self.start_changes()
+        kernel = get_kernel(self.shell)
+        self.current_cell = running_cell_id(kernel)
+        if headless:
+            self.bridge, self.no_bridge = None, "this headless run has no notebook frontend"
+        elif not comms or kernel is None:
+            self.bridge, self.no_bridge = None, NO_COMMS
+        else:
+            if self._bridge is None or self._bridge.kernel is not kernel:
+                self._bridge = NotebookBridge(kernel)
+            self._bridge.forget()
+            self.bridge = self._bridge
 
     def redact(self, text: str) -> str:
         """Key patterns, and the values of secret-named environment and notebook variables (the
@@ -261,25 +259,37 @@ class NotebookTools:
     async def read_notebook(
         self, max_cells: Annotated[int, Field(ge=1, le=500)] = 60, include_outputs: bool = True
     ) -> AgentToolResult:
-        """Read the notebook file as last saved (markdown and code cells, outputs: images as
-        the user saw them, rich output as text). Falls back to the kernel's input history when
-        the file is unknown.
+        """Read the notebook as the user sees it: every cell with its id, kind, source and
+        outputs (images as the user saw them, rich output as text), unsaved edits included.
+        Where the live notebook cannot be reached, reads the file as last saved, else the
+        kernel's input history, and says which it used.
 
         Args:
             max_cells: At most this many cells.
-            include_outputs: Include saved outputs (truncated; a few images).
+            include_outputs: Include outputs (truncated; a few images).
         """
+        try:
+            document = await self.read_live()
+        except BridgeUnavailable as exc:
+            why = str(exc)
+        else:
+            images = self.image_budget() if include_outputs else None
+            text = _head_tail(self.live_text(document, max_cells, images), NOTEBOOK_CHARS)
+            attached = images.images if images is not None else []
+            details = {"source": "live", "cells": len(document.get("cells", [])), "images": len(attached)}
+            return AgentToolResult(content=[self._text(text), *attached], details=details)
         return await self.dispatch(  # type: ignore[no-any-return]
-            lambda: self._read_notebook_now(max_cells, include_outputs)
+            lambda: self._read_notebook_now(max_cells, include_outputs, why)
         )
 
-    def _read_notebook_now(self, max_cells: int, include_outputs: bool) -> AgentToolResult:
+    def _read_notebook_now(self, max_cells: int, include_outputs: bool, why: str = "") -> AgentToolResult:
         path = saved_notebook(self.shell)
         images = self.image_budget() if include_outputs else None
+        live = f"Not the live notebook ({why}). " if why else ""
         if path is None:
             history, numbers = self.history_text(max_cells, images=images)
             text = (
-                "The notebook file is unknown to the kernel; this is the kernel's input history.\n\n"
+                f"{live}The notebook file is unknown to the kernel; this is the kernel's input history.\n\n"
                 + history
             )
             details: dict[str, Any] = {"source": "history", "cells": numbers}
@@ -287,7 +297,7 @@ class NotebookTools:
             data = json.loads(path.read_text("utf-8"))
             cells = data.get("cells", [])
             saved = f"({len(cells)} cells; unsaved edits are not included)"
-            parts = [f"Notebook {path.name} as last saved {saved}."]
+            parts = [f"{live}Notebook {path.name} as last saved {saved}."]
             for i, cell in enumerate(cells[:max_cells]):
                 parts.append(format_saved_cell(i, cell, include_outputs, images))
             if len(cells) > max_cells:
@@ -384,6 +394,14 @@ class NotebookTools:
             details["display"] = shown.details(redact)
         return AgentToolResult(content=[TextContent(text=redact(text)), *images.images], details=details)
 
+    async def _run_source(self, code: str) -> tuple[AgentToolResult | None, str | None]:
+        """``run_code``'s execution of ``code``: its result, or the error text it raised."""
+        filename = f"<run_cell-{next(self._runs)}>"
+        try:
+            return await self.dispatch(lambda: self._run_code_now(code, filename)), None
+        except RuntimeError as exc:
+            return None, str(exc)
+
     def _format_value(self, value: Any) -> dict[str, Any]:
         """The value's display formats. A formatter that fails (IPython's pretty printer
         recurses, so a dict nested 10,000 deep fails) prints its traceback: captured here so it
@@ -396,13 +414,26 @@ class NotebookTools:
 
     @notebook_tool(changes_state=True)
     async def insert_cell(self, code: str) -> AgentToolResult:
-        """Insert a new code cell below the current cell when this run ends (for the user to
-        review and run). Several calls in one run are joined into one cell. Where the frontend
-        cannot insert cells (a headless run, Colab), the result says so and shows the code.
+        """Insert a new code cell below the current cell (the same as insert_cells with one
+        code cell). Where the live notebook cannot be reached, the cell is inserted when this
+        run ends (several calls joined into one cell), or, where the frontend cannot insert
+        cells (a headless run, Colab), the result says so and shows the code.
 
         Args:
             code: Source of the code cell to insert below the current cell.
         """
+        if self.bridge is not None:
+            try:
+                await self.live()
+            except BridgeUnavailable:
+                pass
+            else:
+                return await self.insert_cells([NewCell(source=code)])
+        return await self._insert_fallback(code, "")
+
+    async def _insert_fallback(self, code: str, why: str) -> AgentToolResult:
+        """``set_next_input``: the frontend inserts the cell when the run ends (VS Code,
+        JupyterLab without the bridge); ``why`` says why the live notebook was not used."""
         self.inserted.append(code.rstrip("\n"))
         joined = "\n\n".join(self.inserted)
         count = len(self.inserted)
@@ -417,6 +448,8 @@ class NotebookTools:
             return AgentToolResult(content=[self._text(text)], details=details)
         await self.dispatch(lambda: self.shell.set_next_input(joined, replace=False))
         text = f"A new code cell will be inserted below the current cell when this run ends{note}."
+        if why:
+            text = f"Not inserted now ({why}). {text}"
         return AgentToolResult(content=[self._text(text)], details={"inserted": True, "source": joined})
 
     def _insert_ignored_by(self) -> str | None:
@@ -466,11 +499,7 @@ class NotebookTools:
         )
 
 
-_DECLARED: dict[str, bool] = {
-    name: getattr(member, _CHANGES_STATE)
-    for name, member in vars(NotebookTools).items()
-    if hasattr(member, _CHANGES_STATE)
-}
+_DECLARED: dict[str, bool] = declared_tools(NotebookTools, EditTools)
 """Tool name -> whether it changes state, in declaration order."""
 READ_TOOLS: tuple[str, ...] = tuple(name for name, changes in _DECLARED.items() if not changes)
 STATE_CHANGING_TOOLS: tuple[str, ...] = tuple(name for name, changes in _DECLARED.items() if changes)

@@ -80,6 +80,11 @@ TAIL_GRANT = 6000
 updates a second for its first ~1,500 characters), a long one pays this once."""
 
 
+APPLY_TOOLS = frozenset({"edit_cell"})
+"""Tools whose approval applies a change the card shows (its diff): Apply / Reject."""
+APPLY_LABELS = ("Apply", "Reject")
+
+
 def set_value(widget: Any, value: Any, name: str = "value") -> None:
     """Assign a synced trait only when it changes (each assignment is one comm message)."""
     if getattr(widget, name) != value:
@@ -325,11 +330,13 @@ class ToolCardPart:
         self._on_answer = on_answer
         self._status = ""
         self._call_id = ""
+        self._name = ""
         self._args_held: tuple[str, int] | None = None  # (HTML, characters) the budget held back
         self.args_budget = ByteBudget()
 
     def draw(self, card: ToolCard) -> None:
         self._call_id = card.tool_call_id
+        self._name = card.name
         if card.status != self._status:
             if self._status:
                 self.widget.remove_class(f"pi-tool--{self._status}")
@@ -393,8 +400,9 @@ class ToolCardPart:
 
     def _draw_approval(self, waiting: bool) -> None:
         if waiting and self._approval_row is None:
-            self.approve = self._models.button(description="Approve", button_style="success", icon="check")
-            self.deny = self._models.button(description="Deny", button_style="danger", icon="times")
+            yes, no = APPLY_LABELS if self._name in APPLY_TOOLS else ("Approve", "Deny")
+            self.approve = self._models.button(description=yes, button_style="success", icon="check")
+            self.deny = self._models.button(description=no, button_style="danger", icon="times")
             self.approve.on_click(lambda _button: self._on_answer(self._call_id, True))
             self.deny.on_click(lambda _button: self._on_answer(self._call_id, False))
             self._approval_row = self._models.hbox([self.approve, self.deny], "pi-approval")

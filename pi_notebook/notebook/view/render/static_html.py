@@ -279,7 +279,23 @@ def result_html(card: ToolCard) -> str:
 
 
 def progress_html(text: str) -> str:
-    return _div("pi-progress", breakable(text))
+    """A tool's progress, or what an approval asks about: an edit's unified diff (a line
+    starting ``@@``) is drawn as code with its added and removed lines coloured."""
+    lines = text.split("\n")
+    if not any(line.startswith("@@") for line in lines):
+        return _div("pi-progress", breakable(text))
+    drawn = []
+    for line in lines:
+        color = _DIFF_COLORS.get(line[:1], "") if not line.startswith(("+++", "---")) else ""
+        body = breakable(line) or " "  # an empty line keeps its height
+        fill = f"background:{color};" if color else ""
+        drawn.append(f'<span style="{fill}display:block;">{body}</span>')
+    head, *rest = drawn
+    diff = f'<pre class="pi-pre pi-diff" style="{STYLE["pi-pre"]}">{"".join(rest)}</pre>'
+    return _div("pi-progress", head) + diff
+
+
+_DIFF_COLORS = {"+": "rgba(46,160,67,.22)", "-": "rgba(248,81,73,.22)"}
 
 
 def tool_head_html(card: ToolCard) -> str:
