@@ -1,0 +1,37 @@
+"""The application the Pi kernelspec starts: ipykernel's ``IPKernelApp`` with ``PiKernel``, the
+``%%pi`` extension loaded and the cell router installed once the shell exists.
+
+It keeps ipykernel's application name, so ``ipython_kernel_config.py`` (``c.PiMagics.model``,
+``c.IPKernelApp...``) configures the Pi kernel too; and it lists the ``PiMagics`` defaults among
+the shell's configurables, so ``%config PiMagics.model = "provider:id"`` changes the defaults of
+the prompts that follow.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ipykernel.kernelapp import IPKernelApp as _IPKernelApp
+
+from ..notebook.state import state_for
+from .kernel import PiKernel
+from .routing import install_router
+
+__all__ = ["PiKernelApp", "main"]
+
+IPKernelApp: Any = _IPKernelApp  # untyped: its shell is Optional until init_shell has run
+
+
+class PiKernelApp(IPKernelApp):  # type: ignore[misc]
+    def init_extensions(self) -> None:
+        super().init_extensions()
+        self.shell.extension_manager.load_extension("pi_notebook")
+        defaults = state_for(self.shell).config
+        if defaults is not None and defaults not in self.shell.configurables:
+            self.shell.configurables.append(defaults)
+        self.kernel.router = install_router(self.shell)
+
+
+def main() -> None:
+    """Start the kernel (the kernelspec's bootstrap calls this)."""
+    PiKernelApp.launch_instance(kernel_class=PiKernel)
