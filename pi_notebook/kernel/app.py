@@ -26,7 +26,9 @@ class PiKernelApp(IPKernelApp):  # type: ignore[misc]
     def init_extensions(self) -> None:
         super().init_extensions()
         self.shell.extension_manager.load_extension("pi_notebook")
-        defaults = state_for(self.shell).config
+        state = state_for(self.shell)
+        state.draw_run = self.kernel.draw_run
+        defaults = state.config
         if defaults is not None and defaults not in self.shell.configurables:
             self.shell.configurables.append(defaults)
         self.kernel.router = install_router(self.shell)

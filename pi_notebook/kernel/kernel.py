@@ -4,7 +4,8 @@ Each ``execute_request`` tells the router which cell to route (``routing.CellRou
 runs as ipykernel runs any cell; a prompt thus reaches the same ``%%pi`` transformer, runner
 and ``AgentSession`` as a ``%%pi`` cell, with the same live view, approvals, interrupts, ``_pi``
 and session recording. Silent requests are not routed: frontend extensions send them with
-their own Python to run.
+their own Python to run. A request from a terminal frontend gets its run drawn as text
+(``terminal.py``) in place of the widgets.
 
 ``language_info`` stays Python's (name, file extension, exporter: papermill, nbconvert and
 language servers treat the notebook as Python) except ``codemirror_mode``: JupyterLab and
@@ -24,6 +25,7 @@ from ipykernel.ipkernel import IPythonKernel as _IPythonKernel
 from .. import __version__
 from . import assist
 from .routing import CellRouter, classify
+from .terminal import TerminalView
 
 __all__ = ["LANGUAGE_INFO", "PiKernel"]
 
@@ -55,19 +57,41 @@ class PiKernel(IPythonKernel):  # type: ignore[misc]
     implementation_version = __version__
     language_info = LANGUAGE_INFO
     router: CellRouter | None = None
+    terminal = False
+    """The request being executed comes from a terminal frontend (``terminal.py``)."""
 
     @property
     def banner(self) -> str:
         return BANNER + str(super().banner or "")
 
-    async def do_execute(self, code: str, silent: bool, *args: Any, **kwargs: Any) -> Any:
+    async def do_execute(
+        self,
+        code: str,
+        silent: bool,
+        store_history: bool = True,
+        user_expressions: Any = None,
+        allow_stdin: bool = False,
+        **kwargs: Any,
+    ) -> Any:
         if self.router is not None and not silent:
             self.router.current = code
+        # a frontend that can answer input() and names no notebook cell is a terminal
+        self.terminal = bool(allow_stdin) and not kwargs.get("cell_id")
         try:
-            return await super().do_execute(code, silent, *args, **kwargs)
+            return await super().do_execute(
+                code, silent, store_history, user_expressions, allow_stdin, **kwargs
+            )
         finally:
+            self.terminal = False
             if self.router is not None:
                 self.router.current = None
+
+    def draw_run(self, prompt: str, notices: tuple[str, ...]) -> TerminalView | None:
+        """The view of a run for the request being executed: text for a terminal, else the
+        live widgets (``None``)."""
+        if not self.terminal:
+            return None
+        return TerminalView(prompt, notices, self.raw_input)
 
     def _ipython_complete(self, code: str, cursor_pos: int) -> dict[str, Any]:
         return super().do_complete(code, cursor_pos)  # type: ignore[no-any-return]

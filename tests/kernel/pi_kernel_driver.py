@@ -97,6 +97,22 @@ class PiKernelUnderTest(Kernel):
         self.drain()
         return self
 
+    def execute_cell(self, code: str, cell_id: str = "cell-1") -> str:
+        """Execute as a notebook frontend does: with the ``cellId`` of the cell (JupyterLab,
+        Notebook 7), so a prompt draws the live widgets. ``execute`` and ``run`` send none, as
+        ``jupyter console`` does, so a prompt streams as text."""
+        content = {
+            "code": code,
+            "silent": False,
+            "store_history": True,
+            "user_expressions": {},
+            "allow_stdin": True,
+            "stop_on_error": True,
+        }
+        msg = self.kc.session.msg("execute_request", content, metadata={"cellId": cell_id})
+        self.kc.shell_channel.send(msg)
+        return str(msg["header"]["msg_id"])
+
     def python(self, code: str, timeout: float = 30) -> dict[str, Any]:
         return self.run("%%python\n" + code, timeout)
 

@@ -114,9 +114,19 @@ def test_python_cells_give_what_ipykernel_gives(p: PiKernelUnderTest, tmp_path: 
     assert got[0][1] == "SyntaxError"
 
 
+def test_a_notebook_frontend_gets_the_live_view(p: PiKernelUnderTest) -> None:
+    p.python("faux.set_responses(['drawn in widgets'])")
+    cell = p.execute_cell("hello, notebook")
+    watch = Watch(p).until_replies([cell])
+    assert watch.replies[cell][1]["status"] == "ok"
+    assert watch.find("ButtonModel", description="Stop")  # the live view's controls
+    assert "drawn in widgets" in watch.final_bundle()["text/plain"]
+    assert "drawn in widgets" not in "".join(text for _, text in watch.stdout)
+
+
 def test_interrupt_during_a_slow_answer_ends_the_cell_and_the_kernel_works(p: PiKernelUnderTest) -> None:
     p.python(f"faux.set_responses([{LONG_TEXT!r}, 'after the interrupt'])")
-    cell = p.execute("talk until interrupted")
+    cell = p.execute_cell("talk until interrupted")
     interrupted: list[float] = []
 
     def react(watch: Watch, msg: dict[str, Any]) -> None:
@@ -131,7 +141,7 @@ def test_interrupt_during_a_slow_answer_ends_the_cell_and_the_kernel_works(p: Pi
     assert reply_at - interrupted[0] < REACTION_S
     assert p.value("_pi.stop_reason, len(_pi.text) < len(" + repr(LONG_TEXT) + ")") == "aborted True"
     p.drain()
-    after = p.execute("are you still there?")
+    after = p.execute_cell("are you still there?")
     assert Watch(p).until_replies([after]).replies[after][1]["status"] == "ok"
     assert p.value("_pi.text") == "after the interrupt"
 
