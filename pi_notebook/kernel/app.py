@@ -2,9 +2,8 @@
 ``%%pi`` extension loaded and the cell router installed once the shell exists.
 
 It keeps ipykernel's application name, so ``ipython_kernel_config.py`` (``c.PiMagics.model``,
-``c.IPKernelApp...``) configures the Pi kernel too; and it lists the ``PiMagics`` defaults among
-the shell's configurables, so ``%config PiMagics.model = "provider:id"`` changes the defaults of
-the prompts that follow.
+``c.IPKernelApp...``) configures the Pi kernel too. A run that would draw the live widgets asks
+the kernel first (``NotebookState.draw_run``): a terminal frontend gets text instead.
 """
 
 from __future__ import annotations
@@ -26,11 +25,7 @@ class PiKernelApp(IPKernelApp):  # type: ignore[misc]
     def init_extensions(self) -> None:
         super().init_extensions()
         self.shell.extension_manager.load_extension("pi_notebook")
-        state = state_for(self.shell)
-        state.draw_run = self.kernel.draw_run
-        defaults = state.config
-        if defaults is not None and defaults not in self.shell.configurables:
-            self.shell.configurables.append(defaults)
+        state_for(self.shell).draw_run = self.kernel.draw_run
         self.kernel.router = install_router(self.shell)
 
 
