@@ -18,14 +18,16 @@ would colour every ``in``/``is`` and run an apostrophe's string to the end of th
 from __future__ import annotations
 
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ipykernel.ipkernel import IPythonKernel as _IPythonKernel
 
 from .. import __version__
 from . import assist
 from .routing import CellRouter, classify
-from .terminal import TerminalView
+
+if TYPE_CHECKING:
+    from .terminal import TerminalView
 
 __all__ = ["LANGUAGE_INFO", "PiKernel"]
 
@@ -91,6 +93,8 @@ class PiKernel(IPythonKernel):  # type: ignore[misc]
         live widgets (``None``)."""
         if not self.terminal:
             return None
+        from .terminal import TerminalView  # the view and the agent's types load with a run
+
         return TerminalView(prompt, notices, self.raw_input)
 
     def _ipython_complete(self, code: str, cursor_pos: int) -> dict[str, Any]:
