@@ -118,6 +118,28 @@ def gateway(tmp_path: Path) -> Iterator[Gateway]:
         yield started
 
 
+def wait_ready(ws: Any, session: Session) -> None:
+    """Ask ``kernel_info`` until the kernel answers: a request sent while the gateway is still
+    connecting the kernel's channels is dropped, so a first ``execute_request`` could wait
+    forever (as jupyter_client's ``wait_for_ready`` does for a local kernel)."""
+    ws.settimeout(2)
+    for _ in range(30):
+        msg = session.msg("kernel_info_request", {})
+        ws.send(json.dumps({**msg, "channel": "shell"}, default=json_default))
+        try:
+            while True:
+                got = json.loads(ws.recv())
+                if (
+                    got["parent_header"].get("msg_id") == msg["header"]["msg_id"]
+                    and got["channel"] == "shell"
+                ):
+                    ws.settimeout(60)
+                    return
+        except websocket.WebSocketTimeoutException:
+            continue
+    raise TimeoutError("the kernel behind the gateway never answered kernel_info")
+
+
 def execute(ws: Any, session: Session, code: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """Send an ``execute_request`` over the websocket; the reply and the IOPub messages of it."""
     content = {"code": code, "silent": False, "store_history": True, "user_expressions": {},
@@ -152,6 +174,7 @@ def test_a_prompt_through_the_gateways_rest_and_websocket_api(gateway: Gateway) 
     )  # fmt: skip
     try:
         session = Session(key=b"")
+        wait_ready(ws, session)
         reply, seen = execute(ws, session, SETUP)
         assert reply["status"] == "ok", reply
         reply, seen = execute(ws, session, "Answer me, 100% through the gateway.")
