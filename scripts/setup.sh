@@ -17,6 +17,9 @@ mkdir -p "$(dirname "$EXT")"
 rm -rf "$EXT"
 ln -s "$(pwd)/pi_notebook/notebook/bridge/labextension" "$EXT"
 echo "pi_notebook installed in $(pwd)/.venv"
+# The Pi kernel's kernelspec, in the venv where its JupyterLab and nbval find it (the tutorial
+# notebooks/10-pi-kernel.ipynb runs on it).
+.venv/bin/python -m pi_notebook.kernel install --sys-prefix
 # The degraded-mode test's second venv (ipykernel 6.x). Optional on a developer machine (the
 # test then skips); required in CI, where a skip would hide the only real old-kernel check.
 if ! bash scripts/setup-old-kernel.sh; then

@@ -1,12 +1,13 @@
-"""The import contract: ``ai`` <- ``agent`` <- (``mcp``, ``session``) <- ``runtime`` <- ``notebook``,
-no cycles.
+"""The import contract: ``ai`` <- ``agent`` <- (``mcp``, ``session``) <- ``runtime`` <- ``notebook``
+<- ``kernel``, no cycles.
 
 Each layer imports only the layers below it, never upwards, not even lazily inside a function
 or under ``TYPE_CHECKING``; ``mcp`` (tool sources) and ``session`` (session files) sit side by
-side on the agent and never import each other. Only ``notebook`` imports IPython, ipykernel or
+side on the agent and never import each other. Only ``notebook`` and ``kernel`` import IPython, ipykernel or
 ipywidgets: importing the core in a fresh interpreter loads none of them. And no module of the
 package takes part in an import cycle, counting every import the source contains; nor does any
-sub-package of ``notebook`` (``run``, ``view``, ``tools`` ...) among the others.
+sub-package of ``notebook`` (``run``, ``view``, ``tools`` ...) among the others. ``kernel`` (the
+Pi kernel) is the top: it may import all of them, and ``notebook`` may not import it.
 """
 
 from __future__ import annotations
@@ -20,13 +21,14 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parent.parent / "pi_notebook"
 NOTEBOOK_LIBRARIES = ("IPython", "ipykernel", "ipywidgets")
-UPPER = ("pi_notebook.runtime", "pi_notebook.notebook")
+UPPER = ("pi_notebook.runtime", "pi_notebook.notebook", "pi_notebook.kernel")
 FORBIDDEN = {
     "ai": ("pi_notebook.agent", "pi_notebook.mcp", "pi_notebook.session", *UPPER, *NOTEBOOK_LIBRARIES),
     "agent": ("pi_notebook.mcp", "pi_notebook.session", *UPPER, *NOTEBOOK_LIBRARIES),
     "mcp": ("pi_notebook.session", *UPPER, *NOTEBOOK_LIBRARIES),
     "session": ("pi_notebook.mcp", *UPPER, *NOTEBOOK_LIBRARIES),
-    "runtime": ("pi_notebook.notebook", *NOTEBOOK_LIBRARIES),
+    "runtime": ("pi_notebook.notebook", "pi_notebook.kernel", *NOTEBOOK_LIBRARIES),
+    "notebook": ("pi_notebook.kernel",),
 }
 
 

@@ -39,6 +39,10 @@ if TYPE_CHECKING:
     from .run.approval import ApprovalSetup, RunMode
     from .sessions.sessions import NotebookSessions
     from .tools.notebook_tools import NotebookTools
+    from .view.run_view import RunView
+
+DrawRun = Callable[[str, "tuple[str, ...]"], "RunView | None"]
+"""``NotebookState.draw_run``: (prompt, notices) -> the view of the run, or ``None``."""
 
 MCP_INSTALL = "MCP servers need the mcp SDK: pip install 'pi-notebook[mcp]'"
 
@@ -69,6 +73,10 @@ class NotebookState:
         self._settings_told: set[str] = set()
         self._resources: NotebookResources | None = None
         self._extensions: NotebookExtensions | None = None
+        self.draw_run: DrawRun | None = None
+        """A host above this layer (the Pi kernel for a terminal frontend) may draw a run in place
+        of the live widgets: called with the prompt and the notices of a run that would be live;
+        the view it returns, or ``None`` for the widgets."""
 
     @property
     def tools(self) -> NotebookTools:

@@ -135,9 +135,14 @@ class PiRun:
     # --- before the run (main thread) ---------------------------------------------------------
 
     def make_view(self) -> None:
-        """The live widgets when someone can watch, else the static view the constructor made."""
+        """The live widgets when someone can watch (or the host's view, ``state.draw_run``), else
+        the static view the constructor made."""
         mode = self.plan.mode
         if not mode.live:
+            return
+        drawn = self.state.draw_run(self.plan.prompt, self.plan.notices) if self.state.draw_run else None
+        if drawn is not None:  # the host draws it (the Pi kernel for a terminal)
+            self.view = drawn
             return
         from ..view.live import LiveView, ViewControls
 

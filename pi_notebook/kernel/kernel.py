@@ -1,0 +1,125 @@
+"""``PiKernel``: ipykernel's ``IPythonKernel`` whose cells follow the routing rule.
+
+Each ``execute_request`` tells the router which cell to route (``routing.CellRouter``), then
+runs as ipykernel runs any cell; a prompt thus reaches the same ``%%pi`` transformer, runner
+and ``AgentSession`` as a ``%%pi`` cell, with the same live view, approvals, interrupts, ``_pi``
+and session recording. Silent requests are not routed: frontend extensions send them with
+their own Python to run. A request from a terminal frontend gets its run drawn as text
+(``terminal.py``) in place of the widgets.
+
+``language_info`` stays Python's (name, file extension, exporter: papermill, nbconvert and
+language servers treat the notebook as Python) except ``codemirror_mode``: JupyterLab and
+Notebook 7 highlight a whole notebook in the one editor language it names, and Markdown reads
+prompts as prose (code spans, fenced code highlighted by its language) where Python mode
+would colour every ``in``/``is`` and run an apostrophe's string to the end of the line.
+``%%python`` cells are highlighted as Markdown too.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import TYPE_CHECKING, Any
+
+from ipykernel.ipkernel import IPythonKernel as _IPythonKernel
+
+from .. import __version__
+from . import assist
+from .routing import CellRouter, classify
+
+if TYPE_CHECKING:
+    from .terminal import TerminalView
+
+__all__ = ["LANGUAGE_INFO", "PiKernel"]
+
+# ipykernel's own annotations make its handlers coroutines where IPythonKernel overrides them
+# with plain functions (ipykernel awaits either); the subclass follows IPythonKernel.
+IPythonKernel: Any = _IPythonKernel
+
+LANGUAGE_INFO: dict[str, object] = {
+    "name": "python",
+    "version": sys.version.split()[0],
+    "mimetype": "text/x-python",
+    "codemirror_mode": "markdown",
+    "pygments_lexer": "ipython3",
+    "nbconvert_exporter": "python",
+    "file_extension": ".py",
+}
+
+BANNER = (
+    "Pi kernel: a cell is a prompt to the agent; a cell whose first line is %%python is Python; "
+    "a cell starting with % or ! is IPython (%pi help lists the commands).\n"
+)
+
+
+class PiKernel(IPythonKernel):  # type: ignore[misc]
+    """The Pi kernel (module docstring). ``router`` is set by the kernel app once the shell
+    exists (``app.PiKernelApp``)."""
+
+    implementation = "pi_notebook"
+    implementation_version = __version__
+    language_info = LANGUAGE_INFO
+    router: CellRouter | None = None
+    terminal = False
+    """The request being executed comes from a terminal frontend (``terminal.py``)."""
+
+    @property
+    def banner(self) -> str:
+        return BANNER + str(super().banner or "")
+
+    async def do_execute(
+        self,
+        code: str,
+        silent: bool,
+        store_history: bool = True,
+        user_expressions: Any = None,
+        allow_stdin: bool = False,
+        **kwargs: Any,
+    ) -> Any:
+        if self.router is not None and not silent:
+            self.router.current = code
+        # a frontend that can answer input() and names no notebook cell is a terminal
+        self.terminal = bool(allow_stdin) and not kwargs.get("cell_id")
+        try:
+            return await super().do_execute(
+                code, silent, store_history, user_expressions, allow_stdin, **kwargs
+            )
+        finally:
+            self.terminal = False
+            if self.router is not None:
+                self.router.current = None
+
+    def draw_run(self, prompt: str, notices: tuple[str, ...]) -> TerminalView | None:
+        """The view of a run for the request being executed: text for a terminal, else the
+        live widgets (``None``)."""
+        if not self.terminal:
+            return None
+        from .terminal import TerminalView  # the view and the agent's types load with a run
+
+        return TerminalView(prompt, notices, self.raw_input)
+
+    def _ipython_complete(self, code: str, cursor_pos: int) -> dict[str, Any]:
+        return super().do_complete(code, cursor_pos)  # type: ignore[no-any-return]
+
+    def do_complete(self, code: str, cursor_pos: int | None) -> dict[str, Any]:
+        cursor = len(code) if cursor_pos is None else cursor_pos
+        return assist.complete_reply(code, cursor, self._ipython_complete, _subcommands)
+
+    def do_inspect(
+        self, code: str, cursor_pos: int | None, detail_level: int = 0, omit_sections: Any = ()
+    ) -> dict[str, Any]:
+        cursor = len(code) if cursor_pos is None else cursor_pos
+        kind = classify(code)
+        if kind == "prompt":
+            return assist.inspect_prompt(code, cursor, self.shell.user_ns)
+        if kind == "python":
+            code = assist.mask_python_marker(code)
+        return super().do_inspect(code, cursor, detail_level, omit_sections)  # type: ignore[no-any-return]
+
+    def do_is_complete(self, code: str) -> dict[str, Any]:
+        return assist.is_complete(code)
+
+
+def _subcommands() -> list[str]:
+    from ..notebook.commands.conversation import SUBCOMMANDS
+
+    return list(SUBCOMMANDS)

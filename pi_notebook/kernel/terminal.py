@@ -1,0 +1,132 @@
+"""How a prompt is drawn for a terminal frontend (``jupyter console --kernel pi``, qtconsole):
+as text streamed to stdout, with approvals asked through the kernel's stdin request.
+
+A terminal renders no widgets and ignores ``update_display_data``, so the live view would show
+one line ("pi_notebook live view") and nothing of the answer. The kernel takes a request as a
+terminal's when it may ask for input (``allow_stdin``) and names no notebook cell (JupyterLab,
+Notebook 7 and other notebook frontends send the ``cellId`` of the cell they run).
+
+``TerminalView`` is a ``RunView``: the runner hands it every event, as it does the live view.
+Text deltas are written as they come (the kernel's stdout sends them on every flush); a tool
+call is one line when it starts and one when it ends; an approval is a ``[y/N]`` question. The
+question blocks the kernel's loop until the answer comes, which is what the run waits for
+anyway; Ctrl-C at the question (the console passes it on to the kernel) denies the call and
+interrupts the run as Ctrl-C does anywhere else. The output left behind is the ending and the
+footer line: the answer itself is already on the terminal.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+import sys
+import threading
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from ..notebook.view.reduce import ViewState, add_notice, mark_approval, reduce
+from ..notebook.view.render.text import end_text, footer_text, format_args
+
+__all__ = ["TerminalView"]
+
+Ask = Callable[[str], str]
+"""The kernel's ``raw_input``: sends an ``input_request`` and returns the reply."""
+
+
+def _write(text: str) -> None:
+    sys.stdout.write(text)
+
+
+class TerminalView:
+    """The ``RunView`` of a terminal frontend (module docstring)."""
+
+    def __init__(self, prompt: str, notices: Sequence[str], ask: Ask) -> None:
+        self.state = ViewState(prompt=prompt)
+        self._ask = ask
+        self._at_line_start = True
+        for line in notices:
+            self.add_notice(line)
+
+    def _emit(self, text: str) -> None:
+        if text:
+            _write(text)
+            self._at_line_start = text.endswith("\n")
+
+    def _line(self, text: str) -> None:
+        self._emit(("" if self._at_line_start else "\n") + text + "\n")
+
+    def handle(self, event: Any) -> None:
+        reduce(self.state, event)
+        kind = event.type
+        if kind == "message_update":
+            inner = event.assistant_message_event
+            if inner.type == "text_delta":
+                self._emit(inner.delta)
+        elif kind == "message_end" and getattr(event.message, "role", None) == "assistant":
+            if not self._at_line_start:
+                self._emit("\n")
+        elif kind == "tool_execution_start":
+            card = self.state.tool_card(event.tool_call_id)
+            args = format_args(card, indent=None) if card is not None else ""
+            self._line(f"[tool] {event.tool_name} {args}".rstrip())
+        elif kind == "tool_execution_end":
+            self._line(f"[tool] {event.tool_name}: {'error' if event.is_error else 'done'}")
+
+    def request_approval(self, tool_call_id: str) -> asyncio.Future[bool]:
+        card = self.state.tool_card(tool_call_id)
+        name = card.name if card is not None else "the tool"
+        args = format_args(card, indent=None) if card is not None else ""
+        mark_approval(self.state, tool_call_id, "pending_approval")
+        approved = self._question(f"Approve {name} {args}? [y/N] ".replace("  ", " "))
+        mark_approval(self.state, tool_call_id, "running" if approved else "denied")
+        if not approved:
+            self._line(f"[tool] {name}: denied")
+        future: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
+        future.set_result(approved)
+        return future
+
+    def _question(self, question: str) -> bool:
+        """Ask on the terminal; ``False`` for anything but yes, no stdin, or Ctrl-C (which then
+        goes on to the handler that interrupts the run)."""
+        sys.stdout.flush()
+        on_main = threading.current_thread() is threading.main_thread()
+        previous = signal.getsignal(signal.SIGINT) if on_main else None
+        if on_main:
+            # ipykernel's input request polls its socket until a reply comes; the console sends
+            # none after Ctrl-C, so the interrupt must end the wait here.
+            signal.signal(signal.SIGINT, signal.default_int_handler)
+        try:
+            answer = self._ask(question)
+        except KeyboardInterrupt:
+            if on_main:
+                signal.signal(signal.SIGINT, previous)
+                on_main = False
+                if callable(previous):
+                    previous(signal.SIGINT, None)
+            return False
+        except Exception:  # no stdin (StdinNotImplementedError), a closed channel: nobody said yes
+            return False
+        finally:
+            if on_main:
+                signal.signal(signal.SIGINT, previous)
+        return answer.strip().lower() in ("y", "yes")
+
+    def resolve_approval(self, tool_call_id: str, approved: bool) -> None:
+        mark_approval(self.state, tool_call_id, "running" if approved else "denied")
+        card = self.state.tool_card(tool_call_id)
+        if not approved and card is not None:
+            self._line(f"[tool] {card.name}: denied")
+
+    def add_notice(self, text: str, key: str | None = None) -> None:
+        add_notice(self.state, text, key)
+        self._line(text)
+
+    def close(self) -> None:
+        if not self._at_line_start:
+            self._emit("\n")
+        sys.stdout.flush()
+
+    def static_bundle(self) -> dict[str, str]:
+        ending = end_text(self.state)
+        footer = footer_text(self.state.footer)
+        return {"text/plain": "\n".join(line for line in (ending, footer) if line)}
