@@ -1,8 +1,9 @@
 """What the Pi kernel answers while the user types: completion, inspection, completeness.
 
 * Completion: IPython's in ``%%python`` cells and IPython cells, the ``%pi`` subcommands after
-  ``%pi``, and IPython's inside an open `` $`...` `` of a prompt; elsewhere in a prompt nothing
-  (prose has no completions).
+  ``%pi``, template, ``skill:`` and command names after a prompt's leading ``/``, and IPython's
+  inside an open `` $`...` `` of a prompt; elsewhere in a prompt nothing (prose has no
+  completions).
 * Inspection: in a prompt, the name under the cursor gets the bounded, secret-safe summary a
   `` $`name` `` reference would attach; in code, IPython's own inspection.
 * Completeness: a prompt is complete as typed (a terminal submits it on Enter); a cell starting
@@ -35,6 +36,8 @@ Completer = Callable[[str, int], dict[str, Any]]
 
 SUBCOMMAND_LINE = re.compile(r"^\s*%pi\s+(?:--name\s+\S+\s+)?([\w-]*)$")
 _NAME_AT = re.compile(r"[A-Za-z_][\w.]*")
+SLASH_WORD = re.compile(r"^\s*/([\w:.-]*)$")
+"""A prompt's first word being typed after ``/`` (a template, ``skill:NAME``, a command)."""
 
 
 def mask_python_marker(code: str) -> str:
@@ -72,10 +75,15 @@ def _matches(matches: list[str], start: int, end: int) -> dict[str, Any]:
 
 
 def complete_reply(
-    code: str, cursor: int, ipython: Completer, subcommands: Callable[[], list[str]]
+    code: str,
+    cursor: int,
+    ipython: Completer,
+    subcommands: Callable[[], list[str]],
+    slash_names: Callable[[], list[str]] = list,
 ) -> dict[str, Any]:
     """The ``complete_reply`` content for ``code`` at ``cursor``; ``ipython`` is the kernel's
-    own completion of a code fragment, ``subcommands`` the ``%pi`` subcommand names."""
+    own completion of a code fragment, ``subcommands`` the ``%pi`` subcommand names,
+    ``slash_names`` what a prompt may start with after ``/``."""
     kind = classify(code)
     line_start = code.rfind("\n", 0, cursor) + 1
     pi_line = SUBCOMMAND_LINE.match(code[line_start:cursor])
@@ -88,6 +96,11 @@ def complete_reply(
             return _matches([], cursor, cursor)
         return ipython(mask_python_marker(code), cursor)
     if kind == "prompt":
+        slash = SLASH_WORD.match(code[:cursor])
+        if slash is not None:
+            word = slash.group(1)
+            found = sorted(name for name in slash_names() if name.startswith(word))
+            return _matches(found, cursor - len(word), cursor)
         start = open_reference(code, cursor)
         if start is None:
             return _matches([], cursor, cursor)

@@ -102,7 +102,9 @@ class PiKernel(IPythonKernel):  # type: ignore[misc]
 
     def do_complete(self, code: str, cursor_pos: int | None) -> dict[str, Any]:
         cursor = len(code) if cursor_pos is None else cursor_pos
-        return assist.complete_reply(code, cursor, self._ipython_complete, _subcommands)
+        shell = self.shell
+        commands, names = (lambda: _subcommands(shell)), (lambda: _slash_names(shell))
+        return assist.complete_reply(code, cursor, self._ipython_complete, commands, names)
 
     def do_inspect(
         self, code: str, cursor_pos: int | None, detail_level: int = 0, omit_sections: Any = ()
@@ -119,7 +121,28 @@ class PiKernel(IPythonKernel):  # type: ignore[misc]
         return assist.is_complete(code)
 
 
-def _subcommands() -> list[str]:
+def _subcommands(shell: Any) -> list[str]:
+    """The ``%pi`` subcommands, with the commands extensions registered (``%pi NAME``)."""
     from ..notebook.commands.conversation import SUBCOMMANDS
 
-    return list(SUBCOMMANDS)
+    return [*SUBCOMMANDS, *_extension_commands(shell)]
+
+
+def _slash_names(shell: Any) -> list[str]:
+    """What a prompt may start with after ``/``: the prompt templates, ``skill:NAME`` for each
+    skill, and the extensions' commands. Completion never fails: a folder that cannot be read
+    completes nothing."""
+    from ..notebook.state import state_for
+
+    try:
+        resources = state_for(shell).resources.current()
+    except Exception:  # the loader reports bad files as diagnostics; anything else: no names
+        return _extension_commands(shell)
+    templates = [template.name for template in resources.templates]
+    return [*templates, *(f"skill:{skill.name}" for skill in resources.skills), *_extension_commands(shell)]
+
+
+def _extension_commands(shell: Any) -> list[str]:
+    from ..notebook.state import state_for
+
+    return list(state_for(shell).extensions.runner.commands())

@@ -60,11 +60,35 @@ def test_completion_inside_a_reference_of_a_prompt_and_nowhere_else_in_prose(pi:
 
 
 def test_pi_subcommands_complete_after_pi(pi: PiKernelUnderTest) -> None:
-    assert complete(pi, "%pi res") == (["reset", "resume"], "res")
+    assert complete(pi, "%pi res") == (["reset", "resources", "resume"], "res")
     assert complete(pi, "%pi --name side hist") == (["history"], "hist")
     matches, _ = complete(pi, "%pi ")
     assert {"model", "status", "resume", "help"} <= set(matches)
     assert complete(pi, "%%python\n%pi sta") == (["status"], "sta")
+
+
+def test_templates_skills_and_commands_complete_after_a_leading_slash(pi: PiKernelUnderTest) -> None:
+    """Pi's agent dir (a temporary one for the test run) holds a template and a skill; an
+    extension loaded in the kernel registers a command."""
+    skill = "---\\ndescription: How we plot\\n---\\nUse plt."
+    extension = "def setup(pi):\\n    pi.register_command('report', lambda a, c: None)\\n"
+    setup = (
+        "import os, pathlib\n"
+        "agent = pathlib.Path(os.environ['PI_CODING_AGENT_DIR'])\n"
+        "(agent / 'prompts').mkdir(parents=True, exist_ok=True)\n"
+        "(agent / 'prompts' / 'review.md').write_text('Review $1.')\n"
+        "(agent / 'skills' / 'plotting').mkdir(parents=True, exist_ok=True)\n"
+        f"(agent / 'skills' / 'plotting' / 'SKILL.md').write_text('{skill}')\n"
+        f'pathlib.Path("ext_cmd.py").write_text("{extension}")\n'  # in the kernel's temporary folder
+    )
+    assert pi.python(setup)["status"] == "ok"
+    assert pi.run("%pi extension load ext_cmd.py")["status"] == "ok"
+    assert complete(pi, "/rev") == (["review"], "rev")
+    assert complete(pi, "/skill:pl") == (["skill:plotting"], "skill:pl")
+    assert complete(pi, "/rep") == (["report"], "rep")
+    assert "report" in complete(pi, "%pi rep")[0]
+    assert complete(pi, "please /rev") == ([], "")  # only a prompt's first word
+    assert complete(pi, "/review x\nand /rev") == ([], "")
 
 
 def test_inspecting_a_variable_in_a_prompt_gives_its_summary(pi: PiKernelUnderTest) -> None:
