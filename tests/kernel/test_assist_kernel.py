@@ -82,13 +82,17 @@ def test_templates_skills_and_commands_complete_after_a_leading_slash(pi: PiKern
         f'pathlib.Path("ext_cmd.py").write_text("{extension}")\n'  # in the kernel's temporary folder
     )
     assert pi.python(setup)["status"] == "ok"
-    assert pi.run("%pi extension load ext_cmd.py")["status"] == "ok"
-    assert complete(pi, "/rev") == (["review"], "rev")
-    assert complete(pi, "/skill:pl") == (["skill:plotting"], "skill:pl")
-    assert complete(pi, "/rep") == (["report"], "rep")
-    assert "report" in complete(pi, "%pi rep")[0]
-    assert complete(pi, "please /rev") == ([], "")  # only a prompt's first word
-    assert complete(pi, "/review x\nand /rev") == ([], "")
+    try:
+        assert pi.run("%pi extension load ext_cmd.py")["status"] == "ok"
+        assert complete(pi, "/rev") == (["review"], "rev")
+        assert complete(pi, "/skill:pl") == (["skill:plotting"], "skill:pl")
+        assert complete(pi, "/rep") == (["report"], "rep")
+        assert "report" in complete(pi, "%pi rep")[0]
+        assert complete(pi, "please /rev") == ([], "")  # only a prompt's first word
+        assert complete(pi, "/review x\nand /rev") == ([], "")
+    finally:  # the agent dir is the whole test run's: leave no skill for the other tests
+        cleanup = "import shutil\nshutil.rmtree(agent / 'skills')\n(agent / 'prompts' / 'review.md').unlink()"
+        assert pi.python(cleanup)["status"] == "ok"
 
 
 def test_inspecting_a_variable_in_a_prompt_gives_its_summary(pi: PiKernelUnderTest) -> None:

@@ -51,9 +51,11 @@ class Lab:
     ``app="notebook"`` starts Jupyter Notebook 7 instead of JupyterLab (the same frontend
     components in a one-document shell, opened at ``/notebooks/NAME``)."""
 
-    def __init__(self, root: Path, app: str = "lab") -> None:
+    def __init__(self, root: Path, app: str = "lab", *, bridge: bool = True) -> None:
         self.root = root
         self.app = app
+        self.bridge = bridge
+        """Whether the frontend gets this checkout's pi-notebook-bridge labextension."""
         self.notebooks = root / "nb"
         self.token = secrets.token_hex(16)
         self.port = free_port()
@@ -81,7 +83,12 @@ class Lab:
         (notify / "notification.jupyterlab-settings").write_text(
             json.dumps({"fetchNews": "false", "checkForUpdates": False})
         )
-        if (BRIDGE_BUILD / "package.json").exists():
+        if not self.bridge:  # the venv may have it too (scripts/setup.sh links it there): disable it
+            labconfig = Path(env["JUPYTER_CONFIG_DIR"]) / "labconfig"
+            labconfig.mkdir(parents=True, exist_ok=True)
+            disabled = {"disabledExtensions": {"pi-notebook-bridge": True}}
+            (labconfig / "page_config.json").write_text(json.dumps(disabled))
+        elif (BRIDGE_BUILD / "package.json").exists():
             extensions = self.root / "share" / "labextensions"
             extensions.mkdir(parents=True, exist_ok=True)
             (extensions / "pi-notebook-bridge").symlink_to(BRIDGE_BUILD, target_is_directory=True)

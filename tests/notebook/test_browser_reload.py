@@ -111,7 +111,9 @@ def test_a_run_survives_a_reload(tmp_path: Path, app: str) -> None:
     if app == "notebook":
         pytest.importorskip("notebook", reason="Jupyter Notebook 7 is not installed")
     expect = playwright_sync.expect
-    with Lab(tmp_path, app=app) as lab, playwright_sync.sync_playwright() as p:
+    # Without the notebook bridge: what a frontend without the labextension gets (with it, the
+    # run's own cell is written: test_browser_reload_bridge.py).
+    with Lab(tmp_path, app=app, bridge=False) as lab, playwright_sync.sync_playwright() as p:
         cells = [SETUP, STREAM, APPROVE, SHOW, CHECK, UNSAVED, SHOW_UNSAVED, UNSAVED_APPROVE, SHOW_UNSAVED]
         url = lab.write_notebook("reload.ipynb", cells)
         with chromium_page(p, lab, f"reload-{app}-failure.png") as page:

@@ -286,3 +286,12 @@ def running_cell_id(kernel: Any) -> str | None:
     metadata = parent.get("metadata") if isinstance(parent, dict) else None
     cell_id = metadata.get("cellId") if isinstance(metadata, dict) else None
     return cell_id if isinstance(cell_id, str) and cell_id else None
+
+
+def execute_request_cell_id(kernel: Any) -> str | None:
+    """The notebook cell id of the ``execute_request`` being handled (JupyterLab and Notebook 7
+    send it as the request's ``metadata.cellId``), or ``None``."""
+    parent = _shell_parent(kernel)
+    metadata = parent.get("metadata") if parent is not None else None
+    cell_id = metadata.get("cellId") if isinstance(metadata, dict) else None
+    return cell_id if isinstance(cell_id, str) and cell_id else None

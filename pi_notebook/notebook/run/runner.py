@@ -10,9 +10,10 @@ keep: it stops the run when one is reached and says why (``budget_reached``).
 The user's ``Agent`` is never patched, so a hook the user sets during a run is still there
 after it.
 
-A page reloaded during the run gets the run back: a page that shows the live widget from a
-notebook saved during the run sees it freeze (``_freeze_for_new_pages``, ``kernel/pages.py``),
-and a ``%pi show`` run from a page without it gets the live view at once (``reattach.py``).
+A page reloaded during the run gets the run back: in the run's own cell through the notebook
+bridge, else a page that shows the live widget from a notebook saved during the run sees it
+freeze (``reload.py``), and a ``%pi show`` run from a page without it gets the live view at
+once (``reattach.py``).
 
 The view hears every session event (it draws tokens, retries and compactions); the run's own
 bookkeeping hears only the few events it needs, so a streamed token visits the agent, the
@@ -48,10 +49,8 @@ from ...ai.abort import ABORT_MESSAGE, AbortSignal
 from ...ai.failures import RequestFailure, failure_of
 from ...ai.types import AssistantMessage
 from ...runtime import AgentSession
-from ..config import DEFAULT_NAME
 from ..kernel.compat import cell_running, get_kernel, inactive_controls_reason, install_comm_ack
 from ..kernel.interrupts import MainThreadBridge, watch_sigint
-from ..kernel.pages import on_next_page, pages_connected, watch_pages
 from ..kernel.queued import watch_queued
 from ..options import parse_options
 from ..result import PiResult, run_result
@@ -62,8 +61,8 @@ from ..tools.changes import undo_lines
 from ..tools.declare import Dispatch, run_here
 from ..tools.notebook_tools import is_notebook_tool, select_mcp_tools
 from ..view.notices import rerun_turn
-from ..view.reduce import add_notice, explain
-from ..view.render import render_html, render_text
+from ..view.reduce import explain
+from ..view.render import render_text
 from ..view.run_view import RunView, StaticView
 from .approval import FALLBACK_REASON, ApprovalGate, activate, deactivate
 from .errors import RunFailed, RunInterrupted, explain_error
@@ -71,6 +70,7 @@ from .extension_ui import CellUI
 from .loop_guard import LoopGuard
 from .plan import RunPlan, plan_run, prepare_conversation, strip_markers
 from .reattach import attach, shows_run
+from .reload import PageWatch
 from .requests import probe_local_server, run_options
 from .trust import ask_trust, prepare_trust
 from .unparsed import RunCallsOnce, repaired, retry_in_place, unparsed_calls
@@ -78,12 +78,6 @@ from .unparsed import RunCallsOnce, repaired, retry_in_place, unparsed_calls
 __all__ = ["PiRun", "prepare_run", "run_pi", "run_pi_sync"]
 
 _display: Callable[..., Any] = _untyped_display
-
-RELOADED_NOTICE = (
-    "This notebook was saved during the run and opened again, so this output is a widget, which "
-    'shows "model not found" after a kernel restart. To keep it: run {command} in a new cell '
-    "(a static copy), then clear this output (Clear Cell Output in the cell's context menu)."
-)
 
 OFFER_UNPARSED = (
     "not executed: the server could not parse the model's output after this call. "
@@ -125,8 +119,8 @@ class PiRun:
         self.replayed_from: int | None = None
         """Where a replayed run's messages begin in the transcript."""
         self._cell_done: Callable[[], None] = lambda: None
-        self._pages_at: int | None = None
-        """Pages connected when the live view was shown (``kernel.pages``); ``None``: not counted."""
+        self.pages = PageWatch(plan.name)
+        """What pages that connect during the run or after it get (``reload.py``)."""
         self._unwatch: Callable[[], None] = lambda: None
         """Stops showing this run to waiting ``%pi show`` requests (``kernel.queued``)."""
         self.mcp_tools: list[Any] | None = None
@@ -169,8 +163,7 @@ class PiRun:
             if kernel is not None:
                 install_comm_ack(kernel)
                 self._cell_done = cell_running(kernel)
-            if watch_pages():
-                self._pages_at = pages_connected()
+            self.pages.start(kernel, self.shell.execution_count, self._hears_comms())
             self.display_handle = _display(self.widget, display_id=True)
             if kernel is not None:
                 stop = watch_queued(kernel, lambda msg: self._attach_to(kernel, msg))
@@ -200,6 +193,8 @@ class PiRun:
         """Run the plan on the current loop. Catches the cancellation of a kernel interrupt
         (the agent has closed its run by then) and records it in ``interrupted``."""
         self.loop = asyncio.get_running_loop()
+        if self.widget is not None:
+            self.pages.running(self.loop, self.widget._repr_mimebundle_)
         recording = self.plan.replay
         if recording is not None:  # replay: the recorded answer, no model call
             await play(recording, self.view.handle)
@@ -406,7 +401,8 @@ class PiRun:
             self.display_handle.update(bundle, raw=True)
         else:
             _display(bundle, raw=True)
-        self._freeze_for_new_pages()
+        if self.widget is not None:  # the live view
+            self.pages.finish(view, bundle)
         tools = self.state.tools
         changes = tools.changes
         if self.widget is not None and changes:  # live, and the run changed the notebook
@@ -417,33 +413,6 @@ class PiRun:
         self.shell.user_ns["_pi"] = result
         self.state.run_ended(self.plan.name, self.agent, result)
         return result
-
-    def _freeze_for_new_pages(self) -> None:
-        """A page that connected during the run (a reload), or connects later, may show the
-        live widget from a notebook saved during the run, and the output's update never
-        reaches it: make the widget look frozen too (now, or when the next page connects), and
-        say how to keep an output that survives a kernel restart."""
-        from ..view.live import LiveView
-
-        view, loop = self.view, self.loop
-        if self._pages_at is None or not isinstance(view, LiveView):
-            return
-        named = "" if self.plan.name == DEFAULT_NAME else f" --name {self.plan.name}"
-        notice = RELOADED_NOTICE.format(command=f"%pi{named} show")
-
-        def freeze() -> None:
-            add_notice(view.state, notice, "reloaded")
-            view.show_frozen(render_html(view.state))
-
-        if pages_connected() != self._pages_at:
-            freeze()
-        elif loop is not None:
-
-            def later() -> None:
-                if not loop.is_closed():
-                    loop.call_soon_threadsafe(freeze)
-
-            on_next_page(later)
 
     def result(self) -> PiResult:
         model = self.agent.state.model
