@@ -18,10 +18,12 @@ __all__ = ["TrustCard", "trust_question"]
 
 
 def trust_question(cwd: str) -> str:
-    """Pi's ``formatProjectTrustPrompt``."""
+    """Pi's ``formatProjectTrustPrompt``, saying what trust allows here: this package installs
+    no project packages, and a project's extensions are Python files run in the kernel."""
     return (
-        f"Trust project folder?\n{cwd}\n\nThis allows pi to load .pi settings and resources, "
-        "install missing project packages, and execute project extensions."
+        f"Trust project folder?\n{cwd}\n\nThis allows pi to load .pi settings and resources "
+        "(skills, prompt templates) and to run the project's .pi/extensions Python files in this "
+        "kernel. The decision is saved in Pi's trust store, which the Pi CLI reads too."
     )
 
 
