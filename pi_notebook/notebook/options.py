@@ -60,7 +60,10 @@ class RunOptions:
         except ValueError as exc:
             raise UsageError(str(exc)) from None
         self.mcp_tools: tuple[str, ...] = mcp_tool_patterns(spec)
-        """The MCP tools named (``SERVER__TOOL``, ``files__*``); empty: every MCP tool joins."""
+        """The MCP tools named (``SERVER__TOOL``, ``files__*``); empty: every MCP tool joins,
+        unless ``no_tools``."""
+        self.no_tools: bool = spec.strip() == "none"
+        """``--tools none``: no notebook tool and no MCP tool either."""
         approve = ns.approve or config.approve or None
         self.approve: Policy | None = cast("Policy | None", approve)
         self.new: bool = ns.new

@@ -140,9 +140,13 @@ def test_tools_selects_mcp_tools_by_server_glob_and_name(
     run(ip, f"%%pi {MODEL} --tools none,files__echo,other__pid\nwhich tools?")
     assert ip.user_ns["_pi"].text == "files__echo,other__pid"
 
-    tool_names_seen(faux)  # naming no MCP tool keeps the old default: every MCP tool joins
+    tool_names_seen(faux)  # naming no MCP tool keeps the default: every MCP tool joins
+    run(ip, f"%%pi {MODEL} --tools read\nwhich tools?")
+    assert ip.user_ns["_pi"].text.split(",")[4:] == [t.name for t in state.mcp.tools()]
+
+    tool_names_seen(faux)  # none is none: no notebook tool, no MCP tool
     run(ip, f"%%pi {MODEL} --tools none\nwhich tools?")
-    assert ip.user_ns["_pi"].text.split(",") == [t.name for t in state.mcp.tools()]
+    assert ip.user_ns["_pi"].text == ""
 
     ip.magics_manager.registry["PiMagics"].tools = "files__e*"  # the default spec takes them too
     try:

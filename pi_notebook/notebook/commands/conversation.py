@@ -319,6 +319,8 @@ def _tools_cmd(state: NotebookState, name: str | None, rest: str) -> None:
         if patterns := mcp_tool_patterns(state.config.tools):
             chosen = [n for n in mcp if any(fnmatchcase(n, p) for p in patterns)]
             print(f"MCP tools a run gets ({', '.join(patterns)}): {', '.join(chosen) or 'none match'}")
+        elif state.config.tools.strip() == "none":
+            print("MCP tools a run gets: none (the default spec is none)")
 
 
 def _steer_cmd(state: NotebookState, name: str | None, rest: str) -> None:

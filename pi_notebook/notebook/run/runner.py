@@ -210,6 +210,7 @@ class PiRun:
         )
         own = [t for t in self.agent.state.tools if not is_notebook_tool(t)]
         mcp = self.mcp_tools if self.mcp_tools is not None else await self.state.mcp_tools()
+        mcp = [] if options.no_tools else mcp
         every = own + tools.build(options.tools) + mcp
         gate = self._gate()
         run = run_options(
