@@ -201,3 +201,37 @@ def test_the_projects_extensions_wait_for_trust(
         ]
     finally:
         host.reset()
+
+
+def test_an_extension_command_wins_over_a_template_of_the_same_name(
+    ip: Any, tmp_path: Path, faux: FauxRegistration, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Pi runs an extension's ``/name`` before it expands templates: a ``%%pi /review`` cell
+    runs the command, sends nothing, and the template applies again once the command is gone."""
+    agent = tmp_path / "agent"
+    (agent / "prompts").mkdir(parents=True)
+    (agent / "prompts" / "review.md").write_text("Review $1 carefully.\n")
+    monkeypatch.setenv("PI_CODING_AGENT_DIR", str(agent))
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "cmd.py").write_text(
+        "def setup(pi):\n    pi.register_command('review', lambda args, ctx: print('command got', args))\n"
+    )
+    host = state_for(ip).extensions
+    host.reset()
+    sent: list[str] = []
+
+    def answer(context: Any, *_: Any) -> Any:
+        sent.append(context.messages[-1].content[0].text)
+        return faux_assistant_message("ok")
+
+    faux.set_responses([answer])
+    try:
+        run(ip, "%pi extension load cmd.py")
+        _, captured = run(ip, f"%%pi {MODEL}\n/review model.py")
+        assert "command got model.py" in captured.stdout
+        assert sent == []  # the command took it: no model call
+    finally:
+        host.reset()
+    state_for(ip).sessions.session("default")  # a fresh session sees the folder again
+    run(ip, f"%%pi {MODEL}\n/review model.py")
+    assert sent == ["Review model.py carefully.\n"]

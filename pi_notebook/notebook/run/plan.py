@@ -129,7 +129,9 @@ def plan_run(
         raise UsageError("%%pi needs a prompt: write it in the cell body")
     session = state.sessions.session(options.name)
     resources = session.current_resources()
-    text, refs = expand_references(session.expand_input(prompt), state.shell.user_ns)
+    command = prompt[1:].split(maxsplit=1)[0] if prompt.startswith("/") and len(prompt) > 1 else ""
+    typed = prompt if command in state.extensions.runner.commands() else session.expand_input(prompt)
+    text, refs = expand_references(typed, state.shell.user_ns)  # an extension's /command wins, as in Pi
     content = [TextContent(text=text)] + ([TextContent(text=format_references(refs))] if refs else [])
     gated = _gated_tools(state, options, agent)
     approval = state.approval(options.approve, mode, gated)
