@@ -16,7 +16,6 @@ __all__ = ["AgentSession", "__version__", "current", "load_ipython_extension", "
 from ._lazy import exports
 
 if TYPE_CHECKING:
-    from .agent import Agent
     from .runtime import AgentSession
 
 
@@ -37,8 +36,10 @@ def unload_ipython_extension(ipython: Any) -> None:
     _unload(ipython)
 
 
-def current(name: str | None = None) -> Agent:
-    """The kernel's conversation used by ``%%pi`` (created on first use)."""
+def current(name: str | None = None) -> AgentSession:
+    """The kernel's conversation ``name`` used by ``%%pi`` (created on first use): its
+    ``AgentSession`` (``await current().prompt(...)`` retries, compacts and records as a cell
+    does; the ``Agent`` is ``current().agent``)."""
     from .notebook.conversations import current as _current
 
     return _current(name)

@@ -232,7 +232,7 @@ def test_a_hook_can_ask_and_nobody_can_answer_here(ip: Any, faux: FauxRegistrati
         answers.append(approved)
         return None if approved else BeforeToolCallResult(block=True, reason="The user said no.")
 
-    agent = conversations.current()
+    agent = conversations.current().agent
     with_tools(read_file)
     agent.before_tool_call = confirm_reads
     faux.set_responses([tool_use("read_file", {"path": "/etc/passwd"}), "ok"])

@@ -232,6 +232,6 @@ def test_an_extension_command_wins_over_a_template_of_the_same_name(
         assert sent == []  # the command took it: no model call
     finally:
         host.reset()
-    state_for(ip).sessions.session("default")  # a fresh session sees the folder again
+    state_for(ip).conversations.session("default")  # a fresh session sees the folder again
     run(ip, f"%%pi {MODEL}\n/review model.py")
     assert sent == ["Review model.py carefully.\n"]

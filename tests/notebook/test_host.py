@@ -84,7 +84,7 @@ def test_a_streamed_token_reaches_the_session_and_the_view_only(ip: Any, faux: F
     seen: dict[str, Any] = {}
 
     def answer(context: Any, options: Any, state: Any, model: Any) -> Any:
-        session = state_for(ip).sessions.session("default")
+        session = state_for(ip).conversations.session("default")
         seen["agent"] = list(agent._listener_list)
         seen["tokens"] = [
             fn for fn, types in session._listeners if types is None or "message_update" in types

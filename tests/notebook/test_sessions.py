@@ -139,7 +139,7 @@ def test_secrets_never_reach_the_file(
     assert "[REDACTED]" in text
     # the transcript in memory is untouched: the model keeps its context (here, its own answer)
     assert (
-        state.sessions.tracked["default"]
+        state.conversations.get("default")
         .manager.build_session_context()
         .messages[-1]
         .content[0]

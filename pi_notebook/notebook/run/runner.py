@@ -43,12 +43,12 @@ from typing import Any
 from IPython.core.error import UsageError
 from IPython.display import display as _untyped_display
 
-from ...agent import Agent
 from ...agent.types import TurnContext
 from ...ai.abort import ABORT_MESSAGE, AbortSignal
 from ...ai.failures import RequestFailure, failure_of
 from ...ai.types import AssistantMessage
 from ...runtime import AgentSession
+from ..conversations import Conversation
 from ..kernel.compat import cell_running, get_kernel, inactive_controls_reason, install_comm_ack
 from ..kernel.interrupts import MainThreadBridge, watch_sigint
 from ..kernel.queued import watch_queued
@@ -73,7 +73,7 @@ from .reattach import attach, shows_run
 from .reload import PageWatch
 from .requests import probe_local_server, run_options
 from .trust import ask_trust, prepare_trust
-from .unparsed import RunCallsOnce, repaired, retry_in_place, unparsed_calls
+from .unparsed import repaired, retry_in_place, unparsed_calls
 
 __all__ = ["PiRun", "prepare_run", "run_pi", "run_pi_sync"]
 
@@ -92,12 +92,13 @@ RUN_EVENTS = frozenset({"agent_start", "message_end", "compaction_end", "auto_re
 class PiRun:
     """Executes one ``RunPlan`` (``prepare_run`` makes both). The constructor only stores."""
 
-    def __init__(self, shell: Any, state: NotebookState, plan: RunPlan, agent: Agent) -> None:
+    def __init__(self, shell: Any, state: NotebookState, plan: RunPlan, conversation: Conversation) -> None:
         self.shell = shell
         self.state = state
         self.plan = plan
-        self.agent = agent
-        self.session: AgentSession = state.sessions.session(plan.name)
+        self.session: AgentSession = conversation.session
+        self.agent = conversation.agent
+        """To read (its signal, its state); every change goes through ``session``."""
         self.view: RunView = StaticView(plan.prompt, plan.notices)
         self.widget: Any = None
         self.display_handle: Any = None
@@ -181,11 +182,10 @@ class PiRun:
     def started(self) -> None:
         """Write the run entry and tell the shell's state (and its observers) that the run begins."""
         if self.plan.replay is None:
-            manager = self.session.session_manager
-            if retry_in_place(self.agent, manager, self.plan.message, RUN_ENTRY):
+            if retry_in_place(self.session, self.plan.message, RUN_ENTRY):
                 self.view.add_notice(RETRIED_IN_PLACE, "retry-in-place")
-            self.state.sessions.begin_run(self.plan.name, self.agent, self.plan.prompt)
-        self.state.run_started(self.plan.name, self.agent, self.plan.message)
+            self.state.conversations.begin_run(self.plan.name, self.plan.prompt)
+        self.state.run_started(self.plan.name, self.session, self.plan.message)
 
     # --- running ------------------------------------------------------------------------------
 
@@ -198,7 +198,7 @@ class PiRun:
         recording = self.plan.replay
         if recording is not None:  # replay: the recorded answer, no model call
             await play(recording, self.view.handle)
-            self.replayed_from = continue_after(self.state.sessions, self.plan.name, self.agent, recording)
+            self.replayed_from = continue_after(self.state.conversations, self.plan.name, recording)
             self.finished = True
             return
         options = self.plan.options
@@ -228,7 +228,7 @@ class PiRun:
         try:
             if self.interrupted:  # interrupted before this loop existed (fallback): do not start
                 return
-            await probe_local_server(self.agent)
+            await probe_local_server(self.session)
             with extensions.using_ui(self._extension_ui()):
                 await self.session.prompt(self.plan.message, run=run, budget=self.plan.budget)
                 await self._offer_unparsed(gate, run)
@@ -259,14 +259,9 @@ class PiRun:
         if not chosen or self.aborted:
             return
         gate.approved.update(call.id for call in chosen)  # the click was the approval
-        self.agent.state.messages = messages[:-1]  # the failed turn stays in the session file
+        self.session.truncate(len(messages) - 1)  # the failed turn stays in the session file
         rerun_turn(self.view.state)
-        original = self.agent.stream_fn
-        self.agent.stream_fn = RunCallsOnce(original, repaired(failed, chosen))
-        try:
-            await self.agent.continue_(run=run)
-        finally:
-            self.agent.stream_fn = original
+        await self.session.continue_with(repaired(failed, chosen), run)
 
     def _hears_comms(self) -> bool:
         """The kernel handles comm messages while this cell awaits, so the notebook bridge can
@@ -412,7 +407,7 @@ class PiRun:
             _display(undo_button(lambda: undo_lines(tools.bridge, tools.no_bridge, changes)))
         result = self.result()
         self.shell.user_ns["_pi"] = result
-        self.state.run_ended(self.plan.name, self.agent, result)
+        self.state.run_ended(self.plan.name, self.session, result)
         return result
 
     def result(self) -> PiResult:
@@ -444,13 +439,14 @@ def prepare_run(shell: Any, line: str, body: str, *, awaited: bool) -> PiRun:
     options = parse_options(line, state.config, state.mcp_tool_names())
     if not strip_markers(body).strip():
         raise UsageError("%%pi needs a prompt: write it in the cell body")
-    agent, notes = prepare_conversation(state, options)
+    conversation, notes = prepare_conversation(state, options)
     try:
         state.load_mcp_config()
     except (ValueError, RuntimeError) as exc:
         raise UsageError(f"c.PiMagics.mcp_config: {exc}") from None
     mode = state.run_mode(awaited=awaited, text=options.text)
-    run = PiRun(shell, state, plan_run(state, options, agent, body, mode=mode, notes=notes), agent)
+    plan = plan_run(state, options, conversation, body, mode=mode, notes=notes)
+    run = PiRun(shell, state, plan, conversation)
     run.make_view()
     return run
 
