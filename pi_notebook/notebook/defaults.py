@@ -23,12 +23,12 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
-from ..runtime.settings import RetrySettings
+from ..runtime.settings import AgentSessionSettings, RetrySettings
 from ..runtime.settings_file import PiSettings, read_pi_settings
 from ..session.compaction import CompactionSettings
-from .config import MODEL_ENV, PiConfig
+from .config import MODEL_ENV, PiConfig, timeout_ms
 
-__all__ = ["Effective", "effective"]
+__all__ = ["Effective", "effective", "session_settings"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,6 +97,17 @@ def effective(config: PiConfig, project: str | None = None) -> Effective:
         ),
         default_thinking_level=pi.default_thinking_level or "medium",
         pi=pi,
+    )
+
+
+def session_settings(chosen: Effective, timeout: float) -> AgentSessionSettings:
+    """A conversation's session settings from the settings in force: retries and compaction,
+    and ``timeout`` (seconds, ``--timeout``) for its summary requests."""
+    return AgentSessionSettings(
+        retry=chosen.retry,
+        compaction=chosen.compaction,
+        summary_timeout_ms=timeout_ms(timeout),
+        default_thinking_level=chosen.default_thinking_level,
     )
 
 

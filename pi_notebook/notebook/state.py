@@ -23,8 +23,8 @@ from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 from .config import PiConfig, Policy
-from .conversations import Conversations
 from .observer import StateObserver
+from .sessions.conversations import Conversations
 from .tools.cell_log import CellErrorLog
 from .usage_log import UsageLog
 
@@ -44,6 +44,12 @@ if TYPE_CHECKING:
 
 DrawRun = Callable[[str, "tuple[str, ...]"], "RunView | None"]
 """``NotebookState.draw_run``: (prompt, notices) -> the view of the run, or ``None``."""
+
+SESSION_TRAITS = (
+    "compact", "compact_reserve_tokens", "compact_keep_recent_tokens", "retries", "retry_base_delay",
+    "timeout",
+)
+"""The ``c.PiMagics`` traits of a conversation's ``AgentSessionSettings`` (``SessionFiles.settings``)."""
 
 MCP_INSTALL = "MCP servers need the mcp SDK: pip install 'pi-notebook[mcp]'"
 
@@ -138,12 +144,15 @@ class NotebookState:
         """The ``PiMagics`` of the loaded extension, else a ``PiConfig`` reading the same section."""
         if self._config is None:
             parent = self.shell if self.shell is not None and hasattr(self.shell, "config") else None
-            self._config = PiConfig(parent=parent)
-        return self._config
+            self.config = PiConfig(parent=parent)
+        return self._config  # type: ignore[return-value]
 
     @config.setter
     def config(self, config: PiConfig) -> None:
         self._config = config
+        # the conversations' retry, compaction and timeout settings follow the traits at once
+        # (a prompt from Python too), not only at the next cell
+        config.observe(lambda _: self.conversations.configure(), names=list(SESSION_TRAITS))
 
     # --- conversations ----------------------------------------------------------------------------
 

@@ -51,6 +51,22 @@ def _agent_only(name: str) -> str:
     return f"AgentSession has no {name!r}: it is the Agent's, session.agent.{name}"
 
 
+class _AgentOnly:
+    """A name of the ``Agent`` on the session: reading or setting it fails with where it is (a
+    descriptor per name, so the session's own attributes cost nothing extra)."""
+
+    __slots__ = ("name",)
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __get__(self, instance: Any, owner: type | None = None) -> Any:
+        raise AttributeError(_agent_only(self.name))
+
+    def __set__(self, instance: Any, value: Any) -> None:
+        raise AttributeError(_agent_only(self.name))
+
+
 class _Queued:
     """What ``steer`` / ``follow_up`` return: the message is queued already; awaiting it (as
     Pi's callers do) returns at once, and a caller that does not await loses nothing."""
@@ -83,16 +99,6 @@ class SessionControl:
         def queue(self, text: str, behavior: Any, images: Any = None) -> None: ...
 
         def record_settings(self) -> None: ...
-
-    def __getattr__(self, name: str) -> Any:
-        if name in AGENT_ONLY:
-            raise AttributeError(_agent_only(name))
-        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
-
-    def __setattr__(self, name: str, value: Any) -> None:
-        if name in AGENT_ONLY:
-            raise AttributeError(_agent_only(name))
-        object.__setattr__(self, name, value)
 
     # --- state -------------------------------------------------------------------------------
 
@@ -241,3 +247,7 @@ class SessionControl:
         if not models_are_equal(self.model, model):
             raise ValueError("refresh_model takes the same model; set_model changes it")
         self.agent.state.model = model
+
+
+for _name in AGENT_ONLY:
+    setattr(SessionControl, _name, _AgentOnly(_name))

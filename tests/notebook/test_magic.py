@@ -516,7 +516,7 @@ def test_line_magic_subcommands(ip: Any, faux: FauxRegistration) -> None:
         == "notebook tools: list_variables, inspect_variable, read_cells, read_notebook\n"
     )
     assert line(ip, "steer go left") == "steering message queued for the next run\n"
-    assert conversations.current().has_queued_messages()
+    assert conversations.current().get_steering_messages() == ["go left"]
     assert line(ip, "reset") == "conversation 'default' cleared\n"
     assert conversations.current().state.messages == []
     assert "conversation: other" in line(ip, "--name other status")

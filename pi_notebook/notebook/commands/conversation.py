@@ -18,13 +18,13 @@ from IPython.core.error import UsageError
 from ...ai.levels import THINKING_LEVELS
 from ...runtime import AgentSession
 from ..config import DEFAULT_NAME, MODEL_ENV, PiConfig
-from ..conversations import use_model
 from ..defaults import effective
 from ..kernel.compat import can_await
 from ..options import model_option
 from ..result import sum_usage
 from ..run.approval import RunMode
 from ..run.requests import silent_server_bound
+from ..sessions.conversations import use_model
 from ..state import NotebookState
 from ..tools.notebook_tools import is_notebook_tool, mcp_tool_patterns, parse_tools_spec
 from ..tools.references import single_line

@@ -18,7 +18,7 @@ or the conversation has spent its own). The runner
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 from IPython.core.error import UsageError
@@ -26,14 +26,16 @@ from IPython.core.error import UsageError
 from ...ai.types import TextContent, UserMessage
 from ...runtime import AgentSession, AgentSessionSettings, Budget
 from ...runtime.budget import check_priced, reached
-from ..config import MODEL_ENV, timeout_ms
-from ..conversations import Conversation, use_model
+from ..config import MODEL_ENV
+from ..defaults import session_settings
 from ..options import RunOptions
+from ..sessions.conversations import Conversation, use_model
 from ..sessions.replay import Recording, find_recording
 from ..state import NotebookState
 from ..tools.notebook_tools import STATE_CHANGING_TOOLS, is_notebook_tool
 from ..tools.references import expand_references, format_references
 from .approval import ApprovalSetup, RunMode, tool_policy
+from .context import CellContext
 from .requests import seed_notice
 
 __all__ = ["RunPlan", "plan_run", "prepare_conversation", "strip_markers"]
@@ -84,7 +86,9 @@ class RunPlan:
         return self.options.name
 
 
-def prepare_conversation(state: NotebookState, options: RunOptions) -> tuple[Conversation, tuple[str, ...]]:
+def prepare_conversation(
+    state: NotebookState, options: RunOptions, where: CellContext
+) -> tuple[Conversation, tuple[str, ...]]:
     """The cell's conversation, made ready through its session (see the module docstring),
     and the lines that say what happened to it (resumed, or nothing to resume) or could (a
     recorded session of an empty conversation exists: once per conversation)."""
@@ -94,6 +98,8 @@ def prepare_conversation(state: NotebookState, options: RunOptions) -> tuple[Con
     except ValueError as exc:
         raise UsageError(f"default model (c.PiMagics.model / {MODEL_ENV}): {exc}") from None
     session = found.session
+    if session.resource_loader is not where.loader:  # c.PiMagics.project_folder changed
+        session.resource_loader = where.loader
     if session.is_streaming:
         raise UsageError(f"conversation {options.name!r} is already running; use --name for another one")
     notes: tuple[str, ...] = ()
@@ -120,7 +126,7 @@ def plan_run(
     conversation: Conversation,
     body: str,
     *,
-    mode: RunMode,
+    where: CellContext,
     notes: tuple[str, ...] = (),
 ) -> RunPlan:
     """The plan of a cell whose conversation is ready (``prepare_conversation``)."""
@@ -128,7 +134,8 @@ def plan_run(
     if not prompt:
         raise UsageError("%%pi needs a prompt: write it in the cell body")
     session = conversation.session
-    resources = session.current_resources()
+    resources = where.resources
+    mode = where.mode_for(options.text)
     command = prompt[1:].split(maxsplit=1)[0] if prompt.startswith("/") and len(prompt) > 1 else ""
     typed = prompt if command in state.extensions.runner.commands() else session.expand_input(prompt)
     text, refs = expand_references(typed, state.shell.user_ns)  # an extension's /command wins, as in Pi
@@ -150,15 +157,15 @@ def plan_run(
         approval=approval,
         gated=tuple(gated),
         notices=(
-            *_setting_notices(state, options, session),
+            *_setting_notices(state, options, session, where),
             *upfront,
-            *(state.resources.notices(resources) if resources is not None else ()),
+            *state.resources.notices(resources),
             *notes,
         ),
         approval_notice=later,
         replay=_recording(state, options, session, prompt) if options.replay else None,
         raise_on_error=raise_on_error,
-        settings=_session_settings(state, options),
+        settings=session_settings(where.chosen, options.timeout),
         budget=options.budget,
         conversation_budget=conversation_budget,
     )
@@ -180,11 +187,13 @@ def _gated_tools(state: NotebookState, options: RunOptions, session: AgentSessio
     ]
 
 
-def _setting_notices(state: NotebookState, options: RunOptions, session: AgentSession) -> list[str]:
+def _setting_notices(
+    state: NotebookState, options: RunOptions, session: AgentSession, where: CellContext
+) -> list[str]:
     """Lines that explain a setting: what is wrong with Pi's ``settings.json`` (each problem
     once), a ``--thinking`` level the model ignores (once per conversation and model), an
     ignored seed."""
-    lines = state.settings_notices(state.defaults().notices())
+    lines = state.settings_notices(where.chosen.notices())
     model = session.state.model
     thinking = state.thinking_ignored(options.name, model, options.thinking or session.thinking_level)
     seed = seed_notice(options.seed, model)
@@ -195,12 +204,6 @@ def _recording(state: NotebookState, options: RunOptions, session: AgentSession,
     model = session.model
     spec = f"{model.provider}:{model.id}" if model is not None else None
     return find_recording(state.sessions, options.name, prompt, spec, new=options.new)
-
-
-def _session_settings(state: NotebookState, options: RunOptions) -> AgentSessionSettings:
-    """The conversation's session settings (retries and compaction as configured) with this
-    cell's ``--timeout`` for its summary requests."""
-    return replace(state.sessions.settings(), summary_timeout_ms=timeout_ms(options.timeout))
 
 
 def _conversation_budget(state: NotebookState) -> Budget | None:

@@ -48,12 +48,12 @@ from ...ai.abort import ABORT_MESSAGE, AbortSignal
 from ...ai.failures import RequestFailure, failure_of
 from ...ai.types import AssistantMessage
 from ...runtime import AgentSession
-from ..conversations import Conversation
 from ..kernel.compat import cell_running, get_kernel, inactive_controls_reason, install_comm_ack
 from ..kernel.interrupts import MainThreadBridge, watch_sigint
 from ..kernel.queued import watch_queued
 from ..options import parse_options
 from ..result import PiResult, run_result
+from ..sessions.conversations import Conversation
 from ..sessions.replay import continue_after, play
 from ..sessions.sessions import RUN_ENTRY
 from ..state import NotebookState, state_for
@@ -65,6 +65,7 @@ from ..view.reduce import explain
 from ..view.render import render_text
 from ..view.run_view import RunView, StaticView
 from .approval import FALLBACK_REASON, ApprovalGate, activate, deactivate
+from .context import CellContext, cell_context
 from .errors import RunFailed, RunInterrupted, explain_error
 from .extension_ui import CellUI
 from .loop_guard import LoopGuard
@@ -72,7 +73,7 @@ from .plan import RunPlan, plan_run, prepare_conversation, strip_markers
 from .reattach import attach, shows_run
 from .reload import PageWatch
 from .requests import probe_local_server, run_options
-from .trust import ask_trust, prepare_trust
+from .trust import ask_trust
 from .unparsed import repaired, retry_in_place, unparsed_calls
 
 __all__ = ["PiRun", "prepare_run", "run_pi", "run_pi_sync"]
@@ -433,19 +434,18 @@ class PiRun:
             raise RunFailed(shown, headless=self.plan.mode.headless.headless)
 
 
-def prepare_run(shell: Any, line: str, body: str, *, awaited: bool) -> PiRun:
+def prepare_run(state: NotebookState, line: str, body: str, where: CellContext) -> PiRun:
     """Parse and plan the cell, then make its run (main thread; nothing runs yet)."""
-    state = state_for(shell)
     options = parse_options(line, state.config, state.mcp_tool_names())
     if not strip_markers(body).strip():
         raise UsageError("%%pi needs a prompt: write it in the cell body")
-    conversation, notes = prepare_conversation(state, options)
+    conversation, notes = prepare_conversation(state, options, where)
     try:
         state.load_mcp_config()
     except (ValueError, RuntimeError) as exc:
         raise UsageError(f"c.PiMagics.mcp_config: {exc}") from None
-    mode = state.run_mode(awaited=awaited, text=options.text)
-    plan = plan_run(state, options, conversation, body, mode=mode, notes=notes)
+    plan = plan_run(state, options, conversation, body, where=where, notes=notes)
+    shell = state.shell
     run = PiRun(shell, state, plan, conversation)
     run.make_view()
     return run
@@ -465,13 +465,13 @@ def _shell(shell: Any = None) -> Any:
     return found
 
 
-async def _discover(shell: Any) -> list[str]:
+async def _discover(state: NotebookState, where: CellContext) -> list[str]:
     """Load the kernel's extensions before the cell is planned (their providers' models must
     resolve for ``--model``); what failed, as lines for the run's notices."""
-    runner = state_for(shell).extensions.runner
-    before = len(runner.errors)
-    await state_for(shell).extensions.discover()
-    return [error.line() for error in runner.errors[before:]]
+    host = state.extensions
+    before = len(host.runner.errors)
+    await host.discover((where.folder, where.resources.trusted))
+    return [error.line() for error in host.runner.errors[before:]]
 
 
 def _tell(run: PiRun, lines: list[str]) -> None:
@@ -482,13 +482,16 @@ def _tell(run: PiRun, lines: list[str]) -> None:
 async def run_pi(line: str, body: str) -> None:
     """The awaited ``%%pi`` path (the input transformer's target)."""
     shell = _shell()
+    state = state_for(shell)
+    where = cell_context(state, awaited=True)
     try:
         with watch_sigint():
-            await ask_trust(state_for(shell), shell)  # before planning: trust decides what /name expands to
+            # before planning: trust decides what /name expands to
+            where = await ask_trust(state, shell, where)
     except asyncio.CancelledError:  # an interrupt while the question waited, as for a run
         raise RunInterrupted from None
-    failed = await _discover(shell)  # after trust: a project's extensions wait for it
-    run = prepare_run(shell, line, body, awaited=True)
+    failed = await _discover(state, where)  # after trust: a project's extensions wait for it
+    run = prepare_run(state, line, body, where)
     _tell(run, failed)
     if run.plan.options.mcp_tools:
         run.select_mcp(await run.state.mcp_tools())
@@ -506,13 +509,13 @@ async def run_pi(line: str, body: str) -> None:
 
 def run_pi_sync(line: str, body: str, shell: Any = None) -> PiResult:
     """The ``%%pi`` cell magic: run to completion without waiting for clicks."""
-    shell = _shell(shell)
-    prepare_trust(state_for(shell), awaited=False)  # nobody can answer: an undecided folder is untrusted
+    state = state_for(_shell(shell))
+    where = cell_context(state, awaited=False)  # nobody can answer: an undecided folder is untrusted
     failed: list[str] = []
-    loader = threading.Thread(target=lambda: failed.extend(asyncio.run(_discover(shell))), daemon=True)
+    loader = threading.Thread(target=lambda: failed.extend(asyncio.run(_discover(state, where))), daemon=True)
     loader.start()  # its own loop: this thread may be inside the kernel's running one
     loader.join()
-    run = prepare_run(shell, line, body, awaited=False)
+    run = prepare_run(state, line, body, where)
     _tell(run, failed)
     if run.plan.options.mcp_tools:
         run.select_mcp(run.state.mcp_tools_blocking())

@@ -28,7 +28,7 @@ from ...session import CustomEntry, CustomMessageEntry, MessageEntry, SessionEnt
 from .sessions import RUN_ENTRY, SessionFiles, resolve_recorded
 
 if TYPE_CHECKING:
-    from ..conversations import Conversations
+    from .conversations import Conversations
 
 
 @dataclass

@@ -47,8 +47,8 @@ from ...session import (
     redact_strings,
 )
 from ...session.storage import default_session_dir
-from ..config import DEFAULT_NAME, PiConfig, env_flag, timeout_ms
-from ..defaults import effective
+from ..config import DEFAULT_NAME, PiConfig, env_flag
+from ..defaults import effective, session_settings
 from ..tools.cells import notebook_path
 from ..tools.references import redact_known, secret_values
 
@@ -147,12 +147,7 @@ class SessionFiles:
         Pi's ``settings.json``: ``defaults.py``); a cell's options adjust them."""
         loader = self._resources()
         chosen = effective(self.config, loader.current().project_settings_dir if loader is not None else None)
-        return AgentSessionSettings(
-            retry=chosen.retry,
-            compaction=chosen.compaction,
-            summary_timeout_ms=timeout_ms(self.config.timeout),
-            default_thinking_level=chosen.default_thinking_level,
-        )
+        return session_settings(chosen, self.config.timeout)
 
     # --- finding, resuming -------------------------------------------------------------------------
 
