@@ -35,6 +35,7 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Literal
 
 from ..agent import Agent, AgentRunOptions, AgentTool
+from ..agent.agent import AgentState
 from ..agent.types import AgentEvent, AgentMessage
 from ..ai.abort import AbortController, AbortSignal
 from ..ai.types import ImageContent, Model, UserMessage, content_text
@@ -84,6 +85,8 @@ class AgentSession(SessionControl):
         extensions: ExtensionRunner | None = None,
     ) -> None:
         self.agent = agent
+        self._agent_state = agent.state
+        """The agent's state object (an ``Agent`` keeps one for its life): read without a call."""
         self.session_manager = session_manager
         self.settings = settings if settings is not None else AgentSessionSettings()
         self.cwd = cwd if cwd is not None else session_manager.cwd
@@ -167,19 +170,34 @@ class AgentSession(SessionControl):
     # --- state -------------------------------------------------------------------------------
 
     @property
+    def state(self) -> AgentState:
+        """The agent's state (Pi's ``session.state``), to read; change the model, thinking
+        level or transcript through the session's methods, which record the change."""
+        return self._agent_state
+
+    @property
+    def model(self) -> Model | None:
+        model = self._agent_state.model
+        return None if model.provider == "unknown" else model
+
+    @property
+    def thinking_level(self) -> str:
+        return self._agent_state.thinking_level
+
+    @property
     def extensions(self) -> ExtensionRunner:
         """The session's extensions (an empty ``ExtensionRunner`` unless one was given)."""
         return self._ext.runner
 
     @property
     def messages(self) -> list[AgentMessage]:
-        return self.agent.state.messages
+        return self._agent_state.messages
 
     @property
     def is_streaming(self) -> bool:
         """A run is in progress: the agent streams, or the session waits to retry, compacts or
         continues after it (a prompt now is queued or refused, as while the agent streams)."""
-        return self._run_active or self.agent.state.is_streaming
+        return self._run_active or self._agent_state.is_streaming
 
     @property
     def is_idle(self) -> bool:
@@ -290,7 +308,7 @@ class AgentSession(SessionControl):
             self._compactor.overflow_recovery_attempted = False
             self._queue.started(content_text(event.message.content, ""))  # type: ignore[union-attr]
         if kind == "agent_end":
-            will_retry = self._retry.will_retry(event.messages, self.agent.state.model)  # type: ignore[union-attr]
+            will_retry = self._retry.will_retry(event.messages, self._agent_state.model)  # type: ignore[union-attr]
             self._emit(SessionAgentEndEvent(event.messages, will_retry))  # type: ignore[union-attr]
             return
         self._emit(event)
@@ -345,7 +363,7 @@ class AgentSession(SessionControl):
             return
         if self.model is None:
             raise RuntimeError(NO_MODEL)
-        self._budgets.check(budget, self.agent.state.model)
+        self._budgets.check(budget, self._agent_state.model)
         last = self._last_assistant_in_state()
         if last is not None:  # an aborted answer counts here: the new prompt is the "retry"
             self._run = run  # its summary request gets this prompt's timeout
@@ -354,7 +372,7 @@ class AgentSession(SessionControl):
             finally:
                 self._run = None
         message = text if isinstance(text, UserMessage) else user_message(text, images)
-        run = self._resources.run_options(run, self.agent.state)
+        run = self._resources.run_options(run, self._agent_state)
         messages, run = await self._ext.before_agent_start(message, run)
         await self._run_agent(messages, self._budgets.start(budget, run))
 
@@ -411,7 +429,7 @@ class AgentSession(SessionControl):
         message, self._last_assistant = self._last_assistant, None
         if message is None or self._budgets.stopped:  # a spent budget: nothing continues the run
             return False
-        if await self._retry.prepare(message, self.agent.state.model):
+        if await self._retry.prepare(message, self._agent_state.model):
             return True
         if message.stop_reason == "error":
             ended = self._retry.failed(message.error_message)
@@ -422,7 +440,7 @@ class AgentSession(SessionControl):
         return self.agent.has_queued_messages()
 
     def _last_assistant_in_state(self) -> Any:
-        for message in reversed(self.agent.state.messages):
+        for message in reversed(self._agent_state.messages):
             if getattr(message, "role", None) == "assistant":
                 return message
         return None

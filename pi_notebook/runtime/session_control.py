@@ -83,6 +83,7 @@ class SessionControl:
 
     if TYPE_CHECKING:
         agent: Agent
+        _agent_state: AgentState
         session_manager: SessionManager
         settings: AgentSessionSettings
         _default_thinking_level: str
@@ -94,6 +95,12 @@ class SessionControl:
         _emit: Callable[[AgentSessionEvent], None]
 
         @property
+        def model(self) -> Model | None: ...
+
+        @property
+        def thinking_level(self) -> str: ...
+
+        @property
         def is_streaming(self) -> bool: ...
 
         def queue(self, text: str, behavior: Any, images: Any = None) -> None: ...
@@ -101,21 +108,6 @@ class SessionControl:
         def record_settings(self) -> None: ...
 
     # --- state -------------------------------------------------------------------------------
-
-    @property
-    def state(self) -> AgentState:
-        """The agent's state (Pi's ``session.state``), to read; change the model, thinking
-        level or transcript through the session's methods, which record the change."""
-        return self.agent.state
-
-    @property
-    def model(self) -> Model | None:
-        model = self.agent.state.model
-        return None if model.provider == "unknown" else model
-
-    @property
-    def thinking_level(self) -> str:
-        return self.agent.state.thinking_level
 
     def steer(self, text: str, images: Any = None) -> _Queued:
         """Queue a message for after the current turn's tool calls (before the next model call);
@@ -134,9 +126,9 @@ class SessionControl:
         """Switch the model, record a ``model_change`` entry and clamp the thinking level to
         what the new model supports (a model without reasoning keeps "off")."""
         previous = self.model
-        supported_before = previous is not None and bool(self.agent.state.model.reasoning)
+        supported_before = previous is not None and bool(self._agent_state.model.reasoning)
         level = self.thinking_level if supported_before else self._default_thinking_level
-        self.agent.state.model = model
+        self._agent_state.model = model
         self.session_manager.append_model_change(model.provider, model.id)
         self.set_thinking_level(level)
         if not models_are_equal(previous, model):
@@ -149,8 +141,8 @@ class SessionControl:
     def set_thinking_level(self, level: str) -> None:
         """Set the thinking level, clamped to the model; a change is recorded and emitted."""
         effective = self._clamped(level)
-        previous = self.agent.state.thinking_level
-        self.agent.state.thinking_level = effective  # type: ignore[assignment]
+        previous = self._agent_state.thinking_level
+        self._agent_state.thinking_level = effective  # type: ignore[assignment]
         if effective != previous:
             self.session_manager.append_thinking_level_change(effective)
             if (self.model is not None and self.model.reasoning) or effective != "off":
@@ -165,7 +157,7 @@ class SessionControl:
 
     def set_system_prompt(self, prompt: str) -> None:
         """The conversation's own system prompt (a run adds Pi's context and skills to it)."""
-        self.agent.state.system_prompt = prompt
+        self._agent_state.system_prompt = prompt
 
     def set_session_name(self, name: str) -> None:
         self.session_manager.append_session_info(name)
@@ -208,13 +200,13 @@ class SessionControl:
         session file between runs, without a run and without events."""
         if self.is_streaming:
             raise RuntimeError("The session is running: queue the message with steer / follow_up")
-        self.agent.state.messages = [*self.agent.state.messages, message]
+        self._agent_state.messages = [*self._agent_state.messages, message]
         self._recorder.record_message(message)
 
     def truncate(self, count: int) -> None:
         """Keep the first ``count`` messages of the transcript (the session file keeps all:
         the next message continues from its current leaf)."""
-        self.agent.state.messages = self.agent.state.messages[:count]
+        self._agent_state.messages = self._agent_state.messages[:count]
 
     async def continue_with(self, answer: Any, run: AgentRunOptions | None = None) -> None:
         """Continue the agent with ``answer`` (an assistant message) as the model's next
@@ -246,7 +238,7 @@ class SessionControl:
         server's context window): nothing to record, nobody to tell."""
         if not models_are_equal(self.model, model):
             raise ValueError("refresh_model takes the same model; set_model changes it")
-        self.agent.state.model = model
+        self._agent_state.model = model
 
 
 for _name in AGENT_ONLY:

@@ -17,7 +17,7 @@ import re
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from ..ai.text import js_trim
 from ..ai.types import Usage
@@ -62,6 +62,8 @@ from .storage import (
 
 _SUMMARY_ROLES = ("branchSummary", "compactionSummary")
 
+
+_Entry = TypeVar("_Entry", bound=SessionEntry)
 
 class SessionFormatWarning(UserWarning):
     """A session file had lines this reader skipped or did not understand."""
@@ -446,6 +448,18 @@ class SessionManager:
             current = self._by_id.get(current.parent_id) if current.parent_id else None
         path.reverse()
         return path
+
+    def latest_on_branch(self, kind: type[_Entry]) -> _Entry | None:
+        """The entry of type ``kind`` nearest the leaf on the current branch, else ``None``
+        (walks the parents; no path is built)."""
+        current = self._by_id.get(self._leaf_id) if self._leaf_id else None
+        steps = len(self._by_id)
+        while current is not None and steps >= 0:  # a parent cycle cannot loop forever
+            if isinstance(current, kind):
+                return current
+            current = self._by_id.get(current.parent_id) if current.parent_id else None
+            steps -= 1
+        return None
 
     def build_context_entries(self) -> list[SessionEntry]:
         return build_context_entries(self._entries, self._leaf_id, self._by_id)

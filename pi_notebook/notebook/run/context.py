@@ -67,10 +67,11 @@ def cell_context(state: NotebookState, *, awaited: bool) -> CellContext:
     anybody can answer the trust question in this run."""
     shell = state.shell
     notebook = notebook_path(shell)
-    folder = state.resources.folder_of(os.path.dirname(notebook) if notebook else os.getcwd())
+    found = state.resources
+    folder = found.folder_of(os.path.dirname(notebook) if notebook else os.getcwd())
     mode = run_mode(shell, awaited=awaited, text=False)
-    state.resources.headless = not mode.can_ask
-    loader = state.resources.loader_at(folder)
+    found.headless = not mode.can_ask
+    loader = found.loader_at(folder)
     resources = loader.current()
     chosen = effective(state.config, resources.project_settings_dir)
     return CellContext(notebook, folder, loader, resources, chosen, mode, awaited)

@@ -80,10 +80,8 @@ class RunPlan:
     """What this run may spend (``--max-cost``, ``--max-total-tokens``)."""
     conversation_budget: Budget | None = None
     """What the conversation's runs may spend together (``PiMagics.max_conversation_*``)."""
-
-    @property
-    def name(self) -> str:
-        return self.options.name
+    name: str = ""
+    """The conversation's (``options.name``)."""
 
 
 def prepare_conversation(
@@ -136,9 +134,11 @@ def plan_run(
     session = conversation.session
     resources = where.resources
     mode = where.mode_for(options.text)
-    command = prompt[1:].split(maxsplit=1)[0] if prompt.startswith("/") and len(prompt) > 1 else ""
-    typed = prompt if command in state.extensions.runner.commands() else session.expand_input(prompt)
-    text, refs = expand_references(typed, state.shell.user_ns)  # an extension's /command wins, as in Pi
+    typed = prompt
+    if prompt.startswith("/") and len(prompt) > 1:  # an extension's /command wins, as in Pi
+        command = prompt[1:].split(maxsplit=1)[0]
+        typed = prompt if command in state.extensions.runner.commands() else session.expand_input(prompt)
+    text, refs = expand_references(typed, state.shell.user_ns)
     content = [TextContent(text=text)] + ([TextContent(text=format_references(refs))] if refs else [])
     gated = _gated_tools(state, options, session)
     approval = state.approval(options.approve, mode, gated)
@@ -168,6 +168,7 @@ def plan_run(
         settings=session_settings(where.chosen, options.timeout),
         budget=options.budget,
         conversation_budget=conversation_budget,
+        name=options.name,
     )
 
 
@@ -195,8 +196,10 @@ def _setting_notices(
     ignored seed."""
     lines = state.settings_notices(where.chosen.notices())
     model = session.state.model
-    thinking = state.thinking_ignored(options.name, model, options.thinking or session.thinking_level)
-    seed = seed_notice(options.seed, model)
+    level = options.thinking or session.thinking_level
+    ignored = level != "off" and not model.reasoning
+    thinking = state.thinking_ignored(options.name, model, level) if ignored else None
+    seed = None if options.seed is None else seed_notice(options.seed, model)
     return lines + [line for line in (thinking, seed) if line]
 
 
@@ -215,6 +218,8 @@ def _conversation_budget(state: NotebookState) -> Budget | None:
 def _check_budgets(options: RunOptions, session: AgentSession, conversation: Budget | None) -> None:
     """A dollar budget needs a model with prices; a conversation that has spent its budget
     starts no further run. Either is a one-line ``UsageError`` saying what to do."""
+    if options.budget is None and conversation is None:
+        return
     model = session.state.model
     try:
         check_priced(options.budget, model, "--max-cost", "--max-total-tokens")

@@ -98,7 +98,7 @@ class PiRun:
         self.state = state
         self.plan = plan
         self.session: AgentSession = conversation.session
-        self.agent = conversation.agent
+        self.agent = self.session.agent
         """To read (its signal, its state); every change goes through ``session``."""
         self.view: RunView = StaticView(plan.prompt, plan.notices)
         self.widget: Any = None
@@ -205,11 +205,12 @@ class PiRun:
         options = self.plan.options
         tools = self.state.tools
         headless = self.plan.mode.headless.headless
+        held = self.session.state
         tools.begin_run(
-            dispatch, self._interrupt_from_tool, model=self.agent.state.model, headless=headless,
+            dispatch, self._interrupt_from_tool, model=held.model, headless=headless,
             comms=self._hears_comms(),
         )
-        own = [t for t in self.agent.state.tools if not is_notebook_tool(t)]
+        own = [t for t in held.tools if not is_notebook_tool(t)]
         mcp = self.mcp_tools if self.mcp_tools is not None else await self.state.mcp_tools()
         mcp = [] if options.no_tools else mcp
         every = own + tools.build(options.tools) + mcp

@@ -72,6 +72,8 @@ class Conversation:
     """The file has its ``pi-notebook`` entry (which notebook, which conversation)."""
     restart_note: bool = False
     """Its messages come from another kernel: the model is told before the next prompt."""
+    recorded: tuple[str, str] | None = None
+    """The model and thinking level the file was last checked for (``begin``)."""
 
     @property
     def agent(self) -> Agent:
@@ -134,6 +136,7 @@ class Conversations:
         found.session.interrupt()
         found.session.new_session(self._state.sessions.new_manager())
         found.tagged = found.restart_note = False
+        found.recorded = None
         for observer in self._state.observers:
             observer.conversation_reset(found.name, found.session)
         return found
@@ -163,6 +166,7 @@ class Conversations:
         found.session.switch_session(manager, resolve_model=resolve_recorded)
         found.tagged = has_custom(manager, NOTEBOOK_ENTRY)
         found.restart_note = restarted and bool(found.session.messages)
+        found.recorded = None
         return len(found.session.messages)
 
     def configure(self) -> None:
@@ -190,7 +194,12 @@ class Conversations:
         from .sessions import NOTEBOOK_ENTRY, has_custom
 
         found = self.get(name)
-        found.session.record_settings()
+        session = found.session
+        model = session.state.model
+        now = (f"{model.provider}:{model.id}", session.thinking_level)
+        if now != found.recorded:  # set_model records itself; this catches a direct assignment
+            session.record_settings()
+            found.recorded = now
         if not found.tagged:
             found.tagged = True
             if not has_custom(found.manager, NOTEBOOK_ENTRY):
@@ -206,7 +215,7 @@ class Conversations:
         from .sessions import RESTART_MESSAGE, RESTART_NOTE, RUN_ENTRY
 
         found = self.begin(name)
-        model = found.agent.state.model
+        model = found.session.state.model
         entry = {"prompt": prompt, "model": f"{model.provider}:{model.id}"}
         found.manager.append_custom_entry(RUN_ENTRY, entry)
         if found.restart_note:
@@ -286,9 +295,11 @@ def use_model(session: AgentSession, model: Model) -> None:
     extensions), the same one with other details (a changed ``base_url``) without a record."""
     from ...ai.models import models_are_equal
 
-    if models_are_equal(session.model, model):
-        if model is not session.state.model:
-            session.refresh_model(model)
+    current = session.state.model
+    if model is current:  # the catalogue's same object: nothing changes
+        return
+    if models_are_equal(current, model):
+        session.refresh_model(model)
     else:
         session.set_model(model)
 
