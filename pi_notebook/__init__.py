@@ -24,14 +24,14 @@ __getattr__, __dir__ = exports(__name__, {"AgentSession": "runtime.agent_session
 
 def load_ipython_extension(ipython: Any) -> None:
     """``%load_ext pi_notebook``: register the ``%%pi`` transformer and magics."""
-    from .notebook.extension import load_ipython_extension as _load
+    from .notebook.load import load_ipython_extension as _load
 
     _load(ipython)
 
 
 def unload_ipython_extension(ipython: Any) -> None:
     """``%unload_ext pi_notebook``: remove what ``load_ipython_extension`` registered."""
-    from .notebook.extension import unload_ipython_extension as _unload
+    from .notebook.load import unload_ipython_extension as _unload
 
     _unload(ipython)
 

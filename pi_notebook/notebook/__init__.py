@@ -52,13 +52,13 @@ from .._lazy import exports
 
 if TYPE_CHECKING:
     from .config import PiConfig
-    from .extension import load_ipython_extension, unload_ipython_extension
+    from .load import load_ipython_extension, unload_ipython_extension
     from .magics import PiMagics
-    from .observer import StateObserver
     from .result import PiResult
     from .run.approval import ask_approval
     from .run.errors import RunFailed
     from .run.runner import run_pi, run_pi_sync
+    from .sessions.observer import StateObserver
     from .state import NotebookState, state_for
     from .view.live import LiveView
     from .view.render import render_html, render_text
@@ -72,16 +72,16 @@ _HOMES = {
     "PiResult": "result",
     "RunFailed": "run.errors",
     "RunView": "view.run_view",
-    "StateObserver": "observer",
+    "StateObserver": "sessions.observer",
     "StaticView": "view.run_view",
     "ask_approval": "run.approval",
-    "load_ipython_extension": "extension",
+    "load_ipython_extension": "load",
     "render_html": "view.render",
     "render_text": "view.render",
     "run_pi": "run.runner",
     "run_pi_sync": "run.runner",
     "state_for": "state",
-    "unload_ipython_extension": "extension",
+    "unload_ipython_extension": "load",
 }
 __all__ = [
     "LiveView",

@@ -19,7 +19,7 @@ from ..ai.models import resolve_model as catalogue_resolve_model
 from ..ai.types import Model
 from ..runtime import Budget
 from .config import DEFAULT_NAME, PARSER, REPLAY_ENV, PiConfig, Policy, env_flag
-from .faux_stand_in import FAUX_PROVIDER, stand_in_model
+from .run.faux_stand_in import FAUX_PROVIDER, stand_in_model
 from .tools.notebook_tools import mcp_tool_patterns, parse_tools_spec
 
 

@@ -23,8 +23,8 @@ from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 from .config import PiConfig, Policy
-from .observer import StateObserver
 from .sessions.conversations import Conversations
+from .sessions.observer import StateObserver
 from .tools.cell_log import CellErrorLog
 from .usage_log import UsageLog
 
@@ -38,7 +38,7 @@ if TYPE_CHECKING:
     from .resources import NotebookResources
     from .result import PiResult
     from .run.approval import ApprovalSetup, RunMode
-    from .sessions.sessions import SessionFiles
+    from .sessions.files import SessionFiles
     from .tools.notebook_tools import NotebookTools
     from .view.run_view import RunView
 
@@ -100,7 +100,7 @@ class NotebookState:
         """Where the conversations' Pi session files go and how this notebook's are found
         (``sessions/sessions.py``), created on first use."""
         if self._sessions is None:
-            from .sessions.sessions import SessionFiles
+            from .sessions.files import SessionFiles
 
             self._sessions = SessionFiles(
                 self.shell,

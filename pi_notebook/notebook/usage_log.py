@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from .observer import StateObserver
+from .sessions.observer import StateObserver
 
 if TYPE_CHECKING:  # annotations only: this module loads with ``state.py``, at %load_ext
     from ..runtime import AgentSession

@@ -29,7 +29,7 @@ from pi_notebook.ai.faux import (
     register_faux_provider,
 )
 from pi_notebook.notebook import conversations
-from pi_notebook.notebook.kernel.compat import comms_during_cell, parse_version
+from pi_notebook.notebook.host.compat import comms_during_cell, parse_version
 from pi_notebook.notebook.magics import PiMagics
 from pi_notebook.notebook.run.approval import ApprovalSetup, Headless, resolve_policy
 

@@ -44,7 +44,7 @@ def no_faux() -> Iterator[None]:
     """No faux provider registered; the stand-in a test creates is removed afterwards."""
     assert not get_models("faux"), "a faux provider leaked from another test"
     yield
-    from pi_notebook.notebook import faux_stand_in
+    from pi_notebook.notebook.run import faux_stand_in
 
     faux_stand_in.remove_stand_in()
     assert not get_models("faux")

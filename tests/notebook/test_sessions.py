@@ -36,7 +36,7 @@ from pi_notebook.ai.faux import (
     register_faux_provider,
 )
 from pi_notebook.notebook import conversations
-from pi_notebook.notebook.sessions.sessions import NOTEBOOK_ENTRY, RESTART_MESSAGE, RESTART_NOTE, RUN_ENTRY
+from pi_notebook.notebook.sessions.files import NOTEBOOK_ENTRY, RESTART_MESSAGE, RESTART_NOTE, RUN_ENTRY
 from pi_notebook.notebook.state import state_for
 from pi_notebook.session import SessionManager, list_sessions
 from pi_notebook.session.storage import encode_cwd

@@ -19,7 +19,7 @@ from ...ai.levels import THINKING_LEVELS
 from ...runtime import AgentSession
 from ..config import DEFAULT_NAME, MODEL_ENV, PiConfig
 from ..defaults import effective
-from ..kernel.compat import can_await
+from ..host.compat import can_await
 from ..options import model_option
 from ..result import sum_usage
 from ..run.approval import RunMode

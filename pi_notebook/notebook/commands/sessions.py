@@ -21,7 +21,7 @@ from IPython.core.error import UsageError
 from ...runtime import AgentSession
 from ...session import CompactionError, SessionError
 from ..config import DEFAULT_NAME, MODEL_ENV
-from ..sessions.sessions import SessionFiles, user_turns
+from ..sessions.files import SessionFiles, user_turns
 from ..state import NotebookState
 from ..tools.references import single_line, truncate
 from ..view.notices import compaction_text

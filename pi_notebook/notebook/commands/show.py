@@ -18,7 +18,7 @@ from IPython.core.error import UsageError
 from IPython.display import display as _untyped_display
 
 from ..config import DEFAULT_NAME
-from ..kernel.compat import get_kernel
+from ..host.compat import get_kernel
 from ..run.reattach import was_attached
 from ..sessions.replay import Recording, play, recorded_runs
 from ..state import NotebookState

@@ -46,7 +46,7 @@ from ...agent.types import AgentTool, BeforeToolCallContext, BeforeToolCallResul
 from ...ai.abort import AbortSignal
 from ...ai.types import ToolCall
 from ..config import POLICIES, Policy
-from ..kernel.compat import execute_request_content, get_kernel, inactive_controls_reason, widgets_available
+from ..host.compat import execute_request_content, get_kernel, inactive_controls_reason, widgets_available
 from ..tools.edits import PreviewRefused
 from ..tools.notebook_tools import STATE_CHANGING_TOOLS
 

@@ -48,14 +48,14 @@ from ...ai.abort import ABORT_MESSAGE, AbortSignal
 from ...ai.failures import RequestFailure, failure_of
 from ...ai.types import AssistantMessage
 from ...runtime import AgentSession
-from ..kernel.compat import cell_running, get_kernel, inactive_controls_reason, install_comm_ack
-from ..kernel.interrupts import MainThreadBridge, watch_sigint
-from ..kernel.queued import watch_queued
+from ..host.compat import cell_running, get_kernel, inactive_controls_reason, install_comm_ack
+from ..host.interrupts import MainThreadBridge, watch_sigint
+from ..host.queued import watch_queued
 from ..options import parse_options
 from ..result import PiResult, run_result
 from ..sessions.conversations import Conversation
+from ..sessions.files import RUN_ENTRY
 from ..sessions.replay import continue_after, play
-from ..sessions.sessions import RUN_ENTRY
 from ..state import NotebookState, state_for
 from ..tools.changes import undo_lines
 from ..tools.declare import Dispatch, run_here

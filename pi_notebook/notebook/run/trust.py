@@ -20,7 +20,7 @@ from typing import Any
 from IPython.display import display as _untyped_display
 
 from ...runtime.resources.trust import TrustStoreError, trust_options
-from ..kernel.compat import cell_running, get_kernel, install_comm_ack
+from ..host.compat import cell_running, get_kernel, install_comm_ack
 from ..state import NotebookState
 from .context import CellContext
 

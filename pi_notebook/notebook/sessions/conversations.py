@@ -29,10 +29,10 @@ if TYPE_CHECKING:
     from ...session import SessionManager
     from ..config import PiConfig
     from ..defaults import Effective
-    from ..observer import StateObserver
     from ..pi_extensions import NotebookExtensions
     from ..resources import NotebookResources
-    from .sessions import SessionFiles
+    from .files import SessionFiles
+    from .observer import StateObserver
 
 
 class Host(Protocol):
@@ -160,7 +160,7 @@ class Conversations:
     def adopt(self, name: str | None, manager: SessionManager, *, restarted: bool) -> int:
         """Make ``manager`` (another file, or moved to another leaf) the conversation's session;
         ``restarted``: its messages come from another kernel (the restart note is due)."""
-        from .sessions import NOTEBOOK_ENTRY, has_custom, resolve_recorded
+        from .files import NOTEBOOK_ENTRY, has_custom, resolve_recorded
 
         found = self.get(name)
         found.session.switch_session(manager, resolve_model=resolve_recorded)
@@ -191,7 +191,7 @@ class Conversations:
     def begin(self, name: str | None = None) -> Conversation:
         """Write the notebook tag (once) and the conversation's model and thinking level where
         the file does not have them yet (as Pi's sessions start)."""
-        from .sessions import NOTEBOOK_ENTRY, has_custom
+        from .files import NOTEBOOK_ENTRY, has_custom
 
         found = self.get(name)
         session = found.session
@@ -212,7 +212,7 @@ class Conversations:
         prompt as typed and the model, which replay matches cells on; and the restart note,
         once, when the conversation was resumed from another kernel."""
         from ...session import CustomMessage
-        from .sessions import RESTART_MESSAGE, RESTART_NOTE, RUN_ENTRY
+        from .files import RESTART_MESSAGE, RESTART_NOTE, RUN_ENTRY
 
         found = self.begin(name)
         model = found.session.state.model

@@ -25,7 +25,7 @@ from IPython.core.error import UsageError
 
 from ...agent.types import AgentEndEvent, AgentEvent, AgentStartEvent, MessageStartEvent, TurnStartEvent
 from ...session import CustomEntry, CustomMessageEntry, MessageEntry, SessionEntry, SessionManager, replay
-from .sessions import RUN_ENTRY, SessionFiles, resolve_recorded
+from .files import RUN_ENTRY, SessionFiles, resolve_recorded
 
 if TYPE_CHECKING:
     from .conversations import Conversations

@@ -41,8 +41,8 @@ from ...agent.decorator import tool
 from ...agent.types import AgentTool, AgentToolResult, ToolExecutionMode
 from ...ai.types import TextContent
 from ..bridge import BridgeUnavailable, NotebookBridge
-from ..kernel.compat import get_kernel, running_cell_id
-from ..kernel.interrupts import interruptible, raise_if_interrupted
+from ..host.compat import get_kernel, running_cell_id
+from ..host.interrupts import interruptible, raise_if_interrupted
 from .cell_log import CellErrorLog
 from .cells import format_saved_cell, history_text, saved_notebook
 from .declare import Dispatch, declared_tools, notebook_tool, run_here

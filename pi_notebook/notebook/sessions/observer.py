@@ -10,9 +10,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # annotations only: ``state.py`` re-exports this class and loads at %load_ext
-    from ..ai.types import UserMessage
-    from ..runtime import AgentSession
-    from .result import PiResult
+    from ...ai.types import UserMessage
+    from ...runtime import AgentSession
+    from ..result import PiResult
 
 
 class StateObserver:

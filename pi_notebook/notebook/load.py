@@ -28,7 +28,7 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-from .kernel.compat import can_await, get_kernel, install_comm_ack, uninstall_comm_ack
+from .host.compat import can_await, get_kernel, install_comm_ack, uninstall_comm_ack
 from .magics import PiMagics
 from .state import state_for
 
