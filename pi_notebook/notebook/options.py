@@ -26,7 +26,7 @@ from .tools.notebook_tools import mcp_tool_patterns, parse_tools_spec
 def resolve_model(spec: str) -> Model:
     """``provider:id`` (or a unique bare id) -> a ``Model``; local servers such as
     ``ollama:llama3.2`` resolve without registration, and ``faux:<id>`` without a registered
-    faux provider is the honest stand-in (``faux_stand_in.py``). Raises ``ValueError`` with a
+    faux provider is the honest stand-in (``run/faux_stand_in.py``). Raises ``ValueError`` with a
     one-line reason."""
     try:
         return catalogue_resolve_model(spec)

@@ -1,5 +1,5 @@
 """``NotebookExtensions``: Pi's extensions (``pi_notebook.runtime.extensions``) in one kernel.
-Not to be confused with ``extension.py``, which makes ``pi_notebook`` an IPython extension.
+Not to be confused with ``load.py``, which makes ``pi_notebook`` an IPython extension.
 
 One ``ExtensionRunner`` per shell serves every conversation; ``pi.send_message`` and friends
 act on the conversation that runs (or ran last). Extensions load on first use (the first

@@ -1,5 +1,5 @@
 """``NotebookResources``: Pi's context files, skills, templates and project trust for the
-notebook's folder (the folder ``NotebookSessions.folder()`` names: the notebook's, else the
+notebook's folder (the folder ``SessionFiles.folder()`` names: the notebook's, else the
 working directory), or ``c.PiMagics.project_folder``.
 
 One ``ResourceLoader`` per folder, shared by the conversations of the shell; each conversation's

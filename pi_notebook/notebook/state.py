@@ -1,8 +1,8 @@
 """``NotebookState``: everything ``pi_notebook`` keeps for one IPython shell.
 
 One object per ``InteractiveShell`` (``state_for(shell)``) owns the conversations (one
-``AgentSession`` per name, ``conversations.py``), the configured defaults (``PiConfig``, the
-``PiMagics`` of a loaded extension), where session files go (``sessions/sessions.py``), the
+``AgentSession`` per name, ``sessions/conversations.py``), the configured defaults (``PiConfig``, the
+``PiMagics`` of a loaded extension), where session files go (``sessions/files.py``), the
 notebook tools and the cell error log they read, how a run's approval policy is chosen, and the
 MCP servers of the kernel (one ``McpManager``, created on first use: ``%pi mcp``,
 ``c.PiMagics.mcp_config``). It is also the place where a recorder of the conversations plugs in:
@@ -98,7 +98,7 @@ class NotebookState:
     @property
     def sessions(self) -> SessionFiles:
         """Where the conversations' Pi session files go and how this notebook's are found
-        (``sessions/sessions.py``), created on first use."""
+        (``sessions/files.py``), created on first use."""
         if self._sessions is None:
             from .sessions.files import SessionFiles
 

@@ -2,7 +2,7 @@
 
 Each takes ``(state, name, rest)`` like the other subcommands in ``conversation.py``, which adds
 ``SESSION_SUBCOMMANDS`` to its table. They act on the conversation ``name`` (``--name``) and
-its session (``sessions/sessions.py``). A command that needs a model (``compact``,
+its ``AgentSession`` (``sessions/conversations.py``). A command that needs a model (``compact``,
 ``branch --summarize``) runs it on a private event loop in a worker thread: a line magic
 cannot await.
 """

@@ -12,7 +12,7 @@ A new conversation takes its model, thinking level and system prompt from the de
 (``c.PiMagics.*``, ``$PI_NOTEBOOK_MODEL``, Pi's ``settings.json``: ``defaults.py``); options
 given on a cell (``--model``, ``--thinking``, ``--system``) change it through the session and
 stay for its later cells. Where its file goes and how the notebook finds its recordings is
-``sessions.py``'s (``SessionFiles``).
+``files.py``'s (``SessionFiles``).
 """
 
 from __future__ import annotations
