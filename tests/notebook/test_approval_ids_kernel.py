@@ -78,7 +78,9 @@ def click_in_order(k: Kernel, answers: list[str]) -> tuple[list[str], Any]:
 
 
 @pytest.mark.parametrize("api", APIS)
-def test_a_second_run_code_under_an_approved_id_asks_again(api: str, ik: Kernel, server: LoopbackServer) -> None:
+def test_a_second_run_code_under_an_approved_id_asks_again(
+    api: str, ik: Kernel, server: LoopbackServer
+) -> None:
     k = ik.fresh()
     assert k.run("hits.clear()")["status"] == "ok"
     wire = WIRES[api]
