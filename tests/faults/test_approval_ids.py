@@ -24,6 +24,7 @@ from loopback import LoopbackServer, Reply
 
 from pi_notebook.agent import Agent, AgentTool, AgentToolResult
 from pi_notebook.ai import stream_simple
+from pi_notebook.ai.faux import FauxRegistration, faux_assistant_message, faux_tool_call
 from pi_notebook.ai.types import AssistantMessage, TextContent, ToolCall, ToolResultMessage
 from pi_notebook.notebook.run.approval import ApprovalGate
 from pi_notebook.notebook.view.reduce import reduce
@@ -99,7 +100,11 @@ async def run(
     )
     recorder = Recorder()
     agent.subscribe(recorder)
-    agent.subscribe(lambda event, *rest: reduce(view, event))
+
+    def show(event: Any, *rest: Any) -> None:
+        reduce(view, event)
+
+    agent.subscribe(show)
     await asyncio.wait_for(agent.prompt("go"), RUN_BOUND_S)
     return agent, user, ran, view, recorder
 
@@ -183,3 +188,41 @@ async def test_delete_cells_asks_every_time_even_under_auto(
     check_ids(api, agent, loopback, view, 2)
     check_run(agent, recorder, expect_stop="stop")
     assert not loop_errors, loop_errors
+
+
+async def test_a_provider_that_keeps_a_reused_id_still_asks_and_gets_a_card_per_call(
+    faux: FauxRegistration,
+) -> None:
+    """The faux provider keeps the ids it is given: the gate and the cards hold on their own."""
+    turns = [("call_0", "print(1)"), ("call_0", "rm -rf ~")]
+    faux.set_responses(
+        [
+            *(
+                faux_assistant_message(
+                    [faux_tool_call("run_code", {"code": code}, id=i)], stop_reason="toolUse"
+                )
+                for i, code in turns
+            ),
+            faux_assistant_message("Done."),
+        ]
+    )
+    ran: list[str] = []
+    view = ViewState(prompt="go")
+    user = User(view, [True, False])
+
+    def show(event: Any, *rest: Any) -> None:
+        reduce(view, event)
+
+    agent = Agent(
+        before_tool_call=ApprovalGate("ask", request=user.request),
+        initial_state={"model": faux.get_model(), "tools": [gated_tool("run_code", ran)]},
+    )
+    agent.subscribe(show)
+    await asyncio.wait_for(agent.prompt("go"), RUN_BOUND_S)
+    assert [args for _, args in user.asked] == [{"code": code} for _, code in turns]
+    assert ran == ["print(1)"]
+    cards = [item for item in view.items if isinstance(item, ToolCard)]
+    assert [(c.args, c.status) for c in cards] == [
+        ({"code": "print(1)"}, "done"),
+        ({"code": "rm -rf ~"}, "error"),
+    ]
