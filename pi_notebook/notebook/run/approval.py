@@ -265,6 +265,10 @@ class ApprovalGate:
     asking on the card; ``note`` shows a hook's reason on the card; ``signal()`` is the run's
     abort signal, which ends a wait for a click; ``announce`` is called once, at the first call
     the run's policy decides (the runner shows the policy's line then, not before).
+
+    Nothing is remembered by tool-call id: a click answers the one call it was asked for, and
+    an approval given before the gate decides (``ask_approval``, ``approve``) is bound to the
+    exact call (id, tool, arguments) and counts once; ``delete_cells`` asks every time.
     """
 
     def __init__(
