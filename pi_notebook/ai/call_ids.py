@@ -5,8 +5,10 @@ gate, the notebook's tool cards, the agent's pending calls. Servers do not all g
 an OpenAI-compatible server may send none (``""``) or number the calls of each response
 (``call_0`` on every turn), a Gemini call may come without one. A call whose id is missing, or
 already used by an earlier call or tool result of the conversation (or earlier in the same
-response), gets a fresh one when the provider parses it, before any event shows it. That id is
-the call's id from then on: its tool result references it and the next request replays both
+response), gets a fresh one when the provider parses it: before any event shows it, or, for
+an OpenAI-compatible call whose id comes in a later chunk or never, when it comes or at the
+call's end. A Responses id ``<call_id>|<item_id>`` is checked and replaced by its call part.
+That id is the call's id from then on: its tool result references it and the next request replays both
 (a server accepts any id string that matches between a call and its result). Ids a server
 made unique pass unchanged.
 
