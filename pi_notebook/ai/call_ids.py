@@ -22,12 +22,17 @@ import uuid
 from collections.abc import Callable, Iterable
 from typing import Any
 
-__all__ = ["CallIds", "fresh_call_id"]
+__all__ = ["CallIds", "fresh_call_id", "fresh_mistral_call_id"]
 
 
 def fresh_call_id() -> str:
     """A new id every wire API accepts on replay (``[A-Za-z0-9_]``, 29 characters)."""
     return f"call_{uuid.uuid4().hex[:24]}"
+
+
+def fresh_mistral_call_id() -> str:
+    """A new id in Mistral's format (exactly nine characters ``[a-zA-Z0-9]``)."""
+    return uuid.uuid4().hex[:9]
 
 
 def _keys(call_id: str) -> tuple[str, ...]:
@@ -40,11 +45,13 @@ def _keys(call_id: str) -> tuple[str, ...]:
 class CallIds:
     """The ids taken in one request's transcript, read lazily from its messages."""
 
-    __slots__ = ("_messages", "_taken")
+    __slots__ = ("_messages", "_taken", "fresh")
 
-    def __init__(self, messages: Iterable[Any] = ()) -> None:
+    def __init__(self, messages: Iterable[Any] = (), fresh: Callable[[], str] = fresh_call_id) -> None:
         self._messages: Iterable[Any] | None = messages
         self._taken: set[str] = set()
+        self.fresh = fresh
+        """Makes a new id (a server with its own id format sets its maker)."""
 
     def _load(self) -> set[str]:
         if self._messages is not None:
@@ -58,11 +65,13 @@ class CallIds:
         """``call_id`` is empty or already used in the transcript."""
         return not call_id or any(key in self._load() for key in _keys(call_id))
 
-    def claim(self, provided: Any, fresh: Callable[[], str] = fresh_call_id) -> str:
-        """``provided`` when it is a new, non-empty string; else a fresh id (from ``fresh``)."""
+    def claim(self, provided: Any, fresh: Callable[[], str] | None = None) -> str:
+        """``provided`` when it is a new, non-empty string; else a fresh id (from ``fresh``,
+        else the maker of this transcript's ids)."""
         call_id = provided if isinstance(provided, str) else ""
+        make = fresh or self.fresh
         while self.taken(call_id):
-            call_id = fresh()
+            call_id = make()
         self._taken.update(_keys(call_id))
         return call_id
 

@@ -506,3 +506,12 @@ async def test_an_id_the_transcript_already_used_is_replaced(loopback: LoopbackS
     assert isinstance(call, ToolCall)
     assert call.id not in ("call_0", "")
     assert call.arguments == {"p": "b"}
+
+
+async def test_a_mistral_call_without_an_id_gets_one_in_mistrals_form(loopback: LoopbackServer) -> None:
+    script = [tool_delta(0, name="read", args='{"p": "a"}'), chunk({}, "tool_calls"), DONE]
+    _, msg = await run(loopback, script, model=make_model(loopback, provider="mistral"))
+    [call] = msg.content
+    assert isinstance(call, ToolCall)
+    assert len(call.id) == 9
+    assert call.id.isalnum()

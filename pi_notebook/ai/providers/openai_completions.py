@@ -25,6 +25,7 @@ from typing import Any
 import httpx
 from jiter import from_json
 
+from ..call_ids import fresh_mistral_call_id
 from ..cost import calculate_cost
 from ..env import missing_key_message, needs_api_key
 from ..events import (
@@ -98,6 +99,8 @@ def build_headers(model: Model, options: OpenAICompletionsOptions, compat: Compa
 async def _request(run: ProviderRun, context: Context, options: OpenAICompletionsOptions) -> None:
     model = run.model
     compat = resolve_compat(model)
+    if compat.tool_call_id_format == "mistral":  # replayed as it is: Mistral takes only its own form
+        run.call_ids.fresh = fresh_mistral_call_id
     headers = build_headers(model, options, compat)
     payload = build_params(model, context, options, compat)
     url = model.base_url.rstrip("/") + "/chat/completions"
