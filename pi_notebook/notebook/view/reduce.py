@@ -307,8 +307,13 @@ def _reconcile_block(state: ViewState, index: int, block: Any) -> None:
         item.done = True
         _touch(state, item)
     elif kind == "toolCall":
-        card = item if isinstance(item, ToolCard) else _new_call_card(state, block.id, block.name)
-        state._blocks[index] = card
+        if not isinstance(item, ToolCard):
+            known = state._cards.get(block.id)
+            same = known is not None and (known.name, known.args) == (block.name, block.arguments)
+            # the same call again (the calls of a failed turn the user chose to run) keeps its card
+            item = known if same and known is not None else _new_call_card(state, block.id, block.name)
+            state._blocks[index] = item
+        card = item
         _adopt_identity(state, card, block.id, block.name)
         if card.args is None:
             card.args = block.arguments
