@@ -20,7 +20,8 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 from faults.wire import APIS, WIRES
 from kernel_driver import Kernel, Watch
-from loopback import LoopbackServer, Reply, serving
+from loopback import LoopbackServer, Reply, json_reply, serving
+from test_run_retry import call_then_parse_error, chat_reply
 
 pytestmark = pytest.mark.kernel
 
@@ -99,3 +100,25 @@ def test_a_second_run_code_under_an_approved_id_asks_again(
     assert results.count("False") == 1
     assert results.count("True") == 1
     assert "call_0" in results  # the first call kept the server's id; the second got its own
+
+
+def test_a_call_offered_after_a_parse_error_asks_once_and_keeps_its_card(
+    ik: Kernel, server: LoopbackServer
+) -> None:
+    """llama-server's parse error after a complete ``run_code`` call: the card offers the call,
+    and that one Approve runs it (the gate counts the click for that exact call: no second
+    question), on the same card."""
+    k = ik.fresh()
+    assert k.run(f"import os; os.environ['LLAMA_CPP_BASE_URL'] = {server.url!r}")["status"] == "ok"
+    server.queue(json_reply(404, {"error": "no /props here"}))
+    server.queue(Reply(200, call_then_parse_error("x = 6 * 7")))
+    server.queue(Reply(200, chat_reply("It is 42.")))
+    cell = k.execute("%%pi --name local --model llama.cpp:tiny --approve ask\ncompute")
+    seen, react = click_in_order(k, ["Approve", "Approve"])
+    watch = Watch(k).until_replies([cell], react, timeout=60)
+    assert watch.replies[cell][1]["status"] == "ok"
+    assert len(seen) == 1
+    assert k.value("x") == "42"
+    text = watch.final_bundle()["text/plain"]
+    assert text.count("[tool] run_code") == 1, text
+    assert "It is 42." in text
