@@ -258,7 +258,7 @@ class PiRun:
             self._note_approval(call.id, "")
         if not chosen or self.aborted:
             return
-        gate.approved.update(call.id for call in chosen)  # the click was the approval
+        gate.approve(chosen)  # the click was the approval of these exact calls
         self.agent.state.messages = messages[:-1]  # the failed turn stays in the session file
         rerun_turn(self.view.state)
         original = self.agent.stream_fn
