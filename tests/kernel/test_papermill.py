@@ -49,7 +49,7 @@ def test_papermill_parameters_run_as_python_on_the_pi_kernel(tmp_path: Path, pi_
     command += ["--cwd", str(tmp_path), "--execution-timeout", "60", "--start-timeout", "60"]
     env = pi_env(tmp_path, pi_prefix)
     done = subprocess.run(
-        command, check=False, env=env, cwd=tmp_path, capture_output=True, text=True, timeout=240
+        command, check=False, env=env, cwd=tmp_path, capture_output=True, text=True, timeout=150
     )
     assert done.returncode == 0, done.stderr[-3000:]
     cells = nbformat.read(out, as_version=4).cells
