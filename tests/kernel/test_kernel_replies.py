@@ -68,3 +68,30 @@ def test_a_request_failing_inside_the_kernel_replies_one_line_and_the_kernel_goe
         assert pi.value("'run_cell_async' in vars(shell), 1 + 1") == "False 2"
     finally:
         pi.close()
+
+
+BREAK_ASSIST = """
+import pi_notebook.kernel.assist as assist
+saved = assist.complete_reply, assist.is_complete, assist.inspect_prompt
+def broken(*args, **kwargs):
+    raise RuntimeError("assist broke")
+assist.complete_reply = assist.is_complete = assist.inspect_prompt = broken
+"""
+
+
+def test_completion_and_inspection_failing_in_the_kernel_still_reply(tmp_path: Path, pi_prefix: Path) -> None:
+    pi = PiKernelUnderTest(tmp_path, pi_prefix, configured=False)
+    try:
+        assert pi.python(BREAK_ASSIST)["status"] == "ok"
+        pi.kc.complete("%pi res")
+        reply = pi.kc.get_shell_msg(timeout=20)["content"]
+        assert (reply["status"], reply["evalue"]) == ("error", "assist broke")
+        pi.kc.is_complete("hello")
+        assert pi.kc.get_shell_msg(timeout=20)["content"] == {"status": "unknown"}
+        pi.kc.inspect("a prompt about zip", 16)
+        assert pi.kc.get_shell_msg(timeout=20)["content"]["status"] == "error"
+        pi.python("assist.complete_reply, assist.is_complete, assist.inspect_prompt = saved")
+        pi.kc.is_complete("hello")
+        assert pi.kc.get_shell_msg(timeout=20)["content"] == {"status": "complete"}
+    finally:
+        pi.close()
