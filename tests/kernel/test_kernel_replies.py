@@ -26,8 +26,10 @@ def test_a_prompt_with_no_model_replies_the_error(tmp_path: Path, pi_prefix: Pat
         assert (first["ename"], first["traceback"]) == ("UsageError", [])
         assert first["evalue"].startswith(NO_MODEL)
         assert first["stdout"].splitlines() == [f"UsageError: {first['evalue']}"]  # one line
+        assert pi.python("1 / 0")["ename"] == "ZeroDivisionError"
         again = pi.run("and now?", timeout=20)
         assert (again["status"], again["evalue"]) == ("error", first["evalue"])
+        assert again["traceback"] == []  # not the ZeroDivisionError's of the cell before
         assert pi.value("6 * 7") == "42"
     finally:
         pi.close()
