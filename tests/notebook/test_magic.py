@@ -570,7 +570,7 @@ def test_interrupting_the_fallback_aborts_the_run(ip: Any) -> None:
         timer.start()
         with capture_output() as captured, pytest.raises(KeyboardInterrupt):
             ip.run_cell_magic("pi", "--model fauxslow:faux-1 --text", "talk for a while")
-        timer.join()
+        timer.join(10)
         done = ip.user_ns["_pi"]
         assert done.stop_reason == "aborted"
         assert 0 < len(done.text) < len("word " * 200)

@@ -25,6 +25,7 @@ from typing import Any, Generic, TypeVar, cast
 import httpx
 
 from ..abort import ABORT_MESSAGE, AbortError, run_abortable
+from ..call_ids import CallIds
 from ..event_stream import AssistantMessageEventStream, error_stream
 from ..events import DoneEvent, DoneReason, ErrorEvent, StartEvent
 from ..failures import RequestFailure, retry_after_seconds
@@ -43,11 +44,13 @@ class StreamError(Exception):
 class ProviderRun:
     """State of one request: the mutable output message, the event stream, the options."""
 
-    __slots__ = ("model", "options", "output", "reading", "stream")
+    __slots__ = ("call_ids", "model", "options", "output", "reading", "stream")
 
-    def __init__(self, model: Model, options: StreamOptions) -> None:
+    def __init__(self, model: Model, options: StreamOptions, context: Context | None = None) -> None:
         self.model = model
         self.options = options
+        self.call_ids = CallIds(context.messages if context is not None else ())
+        """Ids of the transcript: a parsed tool call claims its id here (``ai.call_ids``)."""
         self.stream = AssistantMessageEventStream()
         self.output = AssistantMessage(
             content=[],
@@ -91,9 +94,11 @@ def start_provider_stream(
     options: StreamOptions,
     body: Callable[[ProviderRun], Awaitable[None]],
     label: str,
+    context: Context | None = None,
 ) -> AssistantMessageEventStream:
-    """Run ``body`` in a background task under the abort signal and the error wrapper."""
-    run = ProviderRun(model, options)
+    """Run ``body`` in a background task under the abort signal and the error wrapper
+    (``context``: the request's, whose tool-call ids the response's calls must not reuse)."""
+    run = ProviderRun(model, options, context)
     run.stream.start(lambda: _produce(run, body, label))
     return run.stream
 
@@ -213,7 +218,9 @@ class Provider(Generic[OptionsT]):
 
     def _start(self, model: Model, context: Context, options: OptionsT) -> AssistantMessageEventStream:
         body = self.body
-        return start_provider_stream(model, options, lambda run: body(run, context, options), self.label)
+        return start_provider_stream(
+            model, options, lambda run: body(run, context, options), self.label, context
+        )
 
 
 def _as_context(context: Context | Mapping[str, Any]) -> Context:

@@ -260,7 +260,7 @@ class PiRun:
             self._note_approval(call.id, "")
         if not chosen or self.aborted:
             return
-        gate.approved.update(call.id for call in chosen)  # the click was the approval
+        gate.approve(chosen)  # the click was the approval of these exact calls
         self.session.truncate(len(messages) - 1)  # the failed turn stays in the session file
         rerun_turn(self.view.state)
         await self.session.continue_with(repaired(failed, chosen), run)
