@@ -1,7 +1,7 @@
 """An MCP server's huge result is capped like any tool's (``agent/result_cap.py``): the test
 server's ``echo`` returns a 420 KB text of 15,000 lines, which arrives as content, as
-``structuredContent`` and as the raw result in ``details``; the context gets Pi's 50 KB at most, with a note, and the details
-kept for the session are bounded too."""
+``structuredContent`` and as the raw result in ``details``; the context gets Pi's 50 KB at most,
+with a note, and the details kept for the session are bounded too."""
 
 from __future__ import annotations
 
