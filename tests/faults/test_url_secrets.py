@@ -109,3 +109,17 @@ def test_redact_url_keeps_the_address() -> None:
     assert QUERY_KEY in secrets
     assert BASIC in secrets
     assert_clean("a text quoting the decoded values", redact(f"{PASSWORD} and {QUERY_KEY}", secrets))
+
+
+def test_an_mcp_servers_url_shows_no_credentials() -> None:
+    """``%pi mcp`` lists a server by ``describe()``; a failure may quote its URL."""
+    from pi_notebook.mcp.config import ServerConfig
+    from pi_notebook.mcp.server import describe_failure
+
+    config = ServerConfig(name="s", url=f"http://alice:{PASSWORD}@127.0.0.1:9/mcp?token={QUERY_KEY}")
+    listed = config.describe()
+    assert_clean("the server's description", listed)
+    assert listed.startswith("http://[redacted]@127.0.0.1:9/mcp?token=")
+    failed = describe_failure(OSError(f"cannot reach {config.url}: refused"), config)
+    assert_clean("the failure line", failed)
+    assert "127.0.0.1:9" in failed
