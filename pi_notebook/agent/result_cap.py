@@ -27,7 +27,16 @@ from typing import Any
 from ..ai.types import ImageContent, TextContent
 from .types import AgentToolResult
 
-__all__ = ["MAX_BYTES", "MAX_LINES", "cap_result", "truncate_head"]
+__all__ = [
+    "MAX_BYTES",
+    "MAX_DETAILS_CHARS",
+    "MAX_DETAILS_IMAGE_CHARS",
+    "MAX_IMAGE_CHARS",
+    "MAX_ITEMS",
+    "MAX_LINES",
+    "cap_result",
+    "truncate_head",
+]
 
 MAX_LINES = 2_000
 MAX_BYTES = 50 * 1024

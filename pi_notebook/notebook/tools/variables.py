@@ -96,12 +96,13 @@ async def list_text(ns: Mapping[str, Any], names: list[str], limit: int, signal:
     except SummaryTimedOut:
         stop.set()
         done = list(rows)
-        slow = shown[len(done)]
-        done.append(
-            f"{slow}: {type(ns.get(slow)).__name__} = (not shown: its summary did not finish within "
-            f"{bounded.SUMMARY_SECONDS:g} s, its own code such as __repr__ is slow; abandoned)"
-        )
-        done += [f"{name}: {type(ns.get(name)).__name__}" for name in shown[len(done) :]]
+        if len(done) < len(shown):  # else the last row came in just as the time ran out
+            slow = shown[len(done)]
+            done.append(
+                f"{slow}: {type(ns.get(slow)).__name__} = (not shown: its summary did not finish within "
+                f"{bounded.SUMMARY_SECONDS:g} s, its own code such as __repr__ is slow; abandoned)"
+            )
+            done += [f"{name}: {type(ns.get(name)).__name__}" for name in shown[len(done) :]]
     if len(names) > limit:
         done.append(f"... and {len(names) - limit} more (use pattern or limit)")
     return "\n".join(done)
