@@ -16,6 +16,7 @@ from typing import Any
 from IPython.core.error import UsageError
 
 from ...ai.levels import THINKING_LEVELS
+from ...ai.redact import redact_urls
 from ...runtime import AgentSession
 from ..config import DEFAULT_NAME, MODEL_ENV, PiConfig
 from ..defaults import effective
@@ -268,7 +269,8 @@ def history_line(message: Any) -> str:
     stop = getattr(message, "stop_reason", None) if role == "assistant" else None
     if stop not in (None, "stop", "toolUse"):
         error = getattr(message, "error_message", None)
-        ending = f"{stop}: {single_line(error, 300)}" if error else stop
+        # a message read back from an older session file may hold a URL with a key in it
+        ending = f"{stop}: {single_line(redact_urls(error), 300)}" if error else stop
         parts.append(f"[{ending}]")
     return f"{label}: {' '.join(parts)}".rstrip()
 

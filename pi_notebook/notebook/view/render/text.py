@@ -289,17 +289,29 @@ def _tool_text(card: ToolCard) -> str:
     return "\n".join(lines)
 
 
-def render_text(state: ViewState) -> str:
+def _bounded(text: str, limit: int | None) -> str:
+    """``text`` cut at ``limit`` characters (``None``: whole), saying how much the HTML has."""
+    if limit is None or len(text) <= limit:
+        return text
+    return f"{text[:limit]}\n… ({len(text) - limit:,} more characters, shown in the HTML output)"
+
+
+def render_text(state: ViewState, max_block: int | None = None) -> str:
     """Deterministic plain text of the whole run: prompt, thinking, text, tool calls with their
-    arguments, results and details, injected messages, how it ended and the notice."""
-    blocks: list[str] = [_indent(state.prompt, "> ")] if state.prompt else []
+    arguments, results and details, injected messages, how it ended and the notice.
+
+    ``max_block``: the prompt, each answer and each thinking block cut at this many characters
+    (the frozen output's ``text/plain`` beside an HTML copy that has them whole, so a long
+    answer is not saved twice in the notebook); ``None`` keeps them whole."""
+    prompt = _bounded(state.prompt, max_block)
+    blocks: list[str] = [_indent(prompt, "> ")] if state.prompt else []
     for item in state.items:
         if isinstance(item, TextBlock):
             if item.text.strip():
-                blocks.append(item.text.strip("\n"))
+                blocks.append(_bounded(item.text.strip("\n"), max_block))
         elif isinstance(item, ThinkingBlock):
             if item.text.strip():
-                blocks.append("[thinking]\n" + _indent(item.text.strip("\n")))
+                blocks.append("[thinking]\n" + _indent(_bounded(item.text.strip("\n"), max_block)))
         elif isinstance(item, ToolCard):
             blocks.append(_tool_text(item))
         else:
