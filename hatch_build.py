@@ -65,10 +65,14 @@ class KernelspecHook(BuildHookInterface):  # type: ignore[type-arg]  # generic i
 
 def build_bridge(target_name: str, version: str, force: bool = False) -> None:
     """Build the labextension into ``pi_notebook/notebook/bridge/labextension`` (its
-    ``package.json`` says where). ``npm ci`` runs only when ``node_modules`` is older than the
-    lock file; the build only when the sources are newer than the last build, unless ``force``."""
+    ``package.json`` says where) when its sources are newer than the last build, or ``force``;
+    ``npm ci`` first when ``node_modules`` is older than the lock file."""
     from hatch_jupyter_builder.utils import is_stale
 
+    build = ROOT / "pi_notebook" / "notebook" / "bridge" / "labextension"
+    sources = (BRIDGE_SOURCE / "src", BRIDGE_SOURCE / "package.json", BRIDGE_SOURCE / "package-lock.json")
+    if not force and not any(is_stale(build, source) for source in sources):
+        return
     npm = shutil.which("npm")
     if npm is None:
         raise RuntimeError(
@@ -79,12 +83,11 @@ def build_bridge(target_name: str, version: str, force: bool = False) -> None:
     import jupyterlab
 
     env = {**os.environ, "PI_JUPYTERLAB_STAGING": str(Path(jupyterlab.__file__).parent / "staging")}
-    modules = BRIDGE_SOURCE / "node_modules"
     # npm ci writes node_modules/.package-lock.json: older than the lock file means outdated
-    if force or is_stale(modules / ".package-lock.json", BRIDGE_SOURCE / "package-lock.json"):
+    if force or is_stale(
+        BRIDGE_SOURCE / "node_modules" / ".package-lock.json", BRIDGE_SOURCE / "package-lock.json"
+    ):
         subprocess.run(
             [npm, "ci", "--no-audit", "--no-fund", "--loglevel=error"], cwd=BRIDGE_SOURCE, env=env, check=True
         )
-    build = ROOT / "pi_notebook" / "notebook" / "bridge" / "labextension"
-    if force or is_stale(build, BRIDGE_SOURCE / "src") or is_stale(build, BRIDGE_SOURCE / "package.json"):
-        subprocess.run([npm, "run", "--silent", "build"], cwd=BRIDGE_SOURCE, env=env, check=True)
+    subprocess.run([npm, "run", "--silent", "build"], cwd=BRIDGE_SOURCE, env=env, check=True)
