@@ -30,6 +30,7 @@ from hatchling.builders.hooks.plugin.interface import BuildHookInterface
 
 ROOT = Path(__file__).resolve().parent
 BRIDGE_SOURCE = ROOT / "labextension"
+BRIDGE_BUILD = ROOT / "pi_notebook" / "notebook" / "bridge" / "labextension"
 
 
 def _spec_module() -> Any:
@@ -44,7 +45,10 @@ def _spec_module() -> Any:
 
 
 class KernelspecHook(BuildHookInterface):  # type: ignore[type-arg]  # generic in hatchling >= 1.27
-    """Adds ``share/jupyter/kernels/pi`` to the wheel (standard and editable)."""
+    """Adds ``share/jupyter/kernels/pi`` to the wheel (standard and editable), and the
+    labextension's ``install.json`` when it was built (an editable install without node has
+    none: an ``install.json`` alone would be a broken extension in ``jupyter labextension list``).
+    Runs after the ``jupyter-builder`` hook (its place in ``pyproject.toml``)."""
 
     PLUGIN_NAME = "custom"
 
@@ -56,6 +60,9 @@ class KernelspecHook(BuildHookInterface):  # type: ignore[type-arg]  # generic i
         self._made = out
         spec.write_spec(out, python="python" if version == "standard" else sys.executable)
         build_data["shared_data"][str(out)] = f"share/jupyter/kernels/{spec.KERNEL_NAME}"
+        if (BRIDGE_BUILD / "package.json").is_file():
+            extension = "share/jupyter/labextensions/pi-notebook-bridge"
+            build_data["shared_data"][str(BRIDGE_SOURCE / "install.json")] = f"{extension}/install.json"
 
     def finalize(self, version: str, build_data: dict[str, Any], artifact_path: str) -> None:
         made = getattr(self, "_made", None)
@@ -69,7 +76,7 @@ def build_bridge(target_name: str, version: str, force: bool = False) -> None:
     ``npm ci`` first when ``node_modules`` is older than the lock file."""
     from hatch_jupyter_builder.utils import is_stale
 
-    build = ROOT / "pi_notebook" / "notebook" / "bridge" / "labextension"
+    build = BRIDGE_BUILD
     sources = (BRIDGE_SOURCE / "src", BRIDGE_SOURCE / "package.json", BRIDGE_SOURCE / "package-lock.json")
     if not force and not any(is_stale(build, source) for source in sources):
         return

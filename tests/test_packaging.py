@@ -34,7 +34,8 @@ DATA = "pi_notebook-{v}.data/data/share/jupyter/"
 
 def build(kind: str, out: Path) -> tuple[Path, str]:
     """``kind`` (``build_wheel``, ``build_editable``, ``build_sdist``) into ``out``: the artifact
-    and the backend's stderr, less hatch-jupyter-builder's INFO log lines."""
+    and the backend's stderr, less hatch-jupyter-builder's INFO log lines and the progress lines
+    of a labextension build (the editable build rebuilds it when its sources are newer)."""
     done = subprocess.run(
         [sys.executable, "-c", BUILD, kind, str(out)],
         check=False,
@@ -45,7 +46,8 @@ def build(kind: str, out: Path) -> tuple[Path, str]:
     )
     assert done.returncode == 0, done.stderr
     lines = done.stderr.splitlines(keepends=True)
-    stderr = "".join(line for line in lines if not line.startswith("INFO:hatch_jupyter_builder"))
+    progress = ("INFO:hatch_jupyter_builder", "Compilation starting", "Compilation finished")
+    stderr = "".join(line for line in lines if line.strip() and not line.startswith(progress))
     return out / done.stdout.strip().splitlines()[-1], stderr
 
 
