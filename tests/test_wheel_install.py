@@ -50,9 +50,7 @@ def venv(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, str]
     where = root / "venv"
     subprocess.run([sys.executable, "-m", "venv", str(where)], check=True, timeout=120)
     # The dependencies from the test's environment, by path only (see the module docstring).
-    purelib = Path(
-        sysconfig.get_path("purelib", vars={"base": str(where), "platbase": str(where)})
-    )
+    purelib = Path(sysconfig.get_path("purelib", vars={"base": str(where), "platbase": str(where)}))
     deps = [p for p in sys.path if p.endswith("site-packages") and Path(p).is_dir()]
     (purelib / "test-deps.pth").write_text("\n".join(deps) + "\n")
     home = root / "home"
@@ -67,8 +65,18 @@ def venv(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, str]
     }
     assert shutil.which("node", path=env["PATH"]) is None
     python = str(where / "bin" / "python")
-    done = run(env, python, "-m", "pip", "install", "--no-index", "--no-deps", "-q",
-               "--disable-pip-version-check", str(wheel))
+    done = run(
+        env,
+        python,
+        "-m",
+        "pip",
+        "install",
+        "--no-index",
+        "--no-deps",
+        "-q",
+        "--disable-pip-version-check",
+        str(wheel),
+    )
     assert done.returncode == 0, done.stderr
     return where, env
 
@@ -120,3 +128,23 @@ def test_jupyter_kernelspec_list_shows_pi_and_it_runs_in_the_venv(venv: tuple[Pa
     site = Path(sysconfig.get_path("purelib", vars={"base": str(where), "platbase": str(where)}))
     assert Path(lines[-2]) == site / "pi_notebook" / "__init__.py", lines  # the wheel's package
 
+
+REQUIREMENTS_SCRIPT = """
+from importlib.metadata import requires, version
+from packaging.requirements import Requirement
+for line in requires("pi-notebook"):
+    req = Requirement(line)
+    if req.marker is None or req.marker.evaluate({"extra": ""}):
+        print(req.name, req.specifier, version(req.name) in req.specifier)
+"""
+
+
+def test_the_installed_wheels_requirements_are_met(venv: tuple[Path, dict[str, str]]) -> None:
+    """``--no-deps`` kept the install offline; the wheel's own ``Requires-Dist`` (its base
+    dependencies) is what the venv then has."""
+    where, env = venv
+    done = run(env, str(where / "bin" / "python"), "-c", REQUIREMENTS_SCRIPT)
+    assert done.returncode == 0, done.stderr
+    rows = [line.split() for line in done.stdout.splitlines()]
+    assert {row[0] for row in rows} >= {"ipykernel", "pydantic", "httpx", "ipywidgets"}, rows
+    assert all(row[-1] == "True" for row in rows), rows
