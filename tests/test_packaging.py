@@ -11,12 +11,15 @@ here), then reused: the hook skips a built one.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import subprocess
 import sys
 import tarfile
 import zipfile
 from pathlib import Path
+
+import pytest
 
 import pi_notebook
 from pi_notebook.kernel.spec import kernel_json
@@ -36,6 +39,11 @@ def build(kind: str, out: Path) -> tuple[Path, str]:
     """``kind`` (``build_wheel``, ``build_editable``, ``build_sdist``) into ``out``: the artifact
     and the backend's stderr, less hatch-jupyter-builder's INFO log lines and the progress lines
     of a labextension build (the editable build rebuilds it when its sources are newer)."""
+    if importlib.util.find_spec("hatch_jupyter_builder") is None:
+        pytest.fail(
+            "hatch-jupyter-builder is missing: pip install -e '.[dev]' (it is in the dev extra)",
+            pytrace=False,
+        )
     done = subprocess.run(
         [sys.executable, "-c", BUILD, kind, str(out)],
         check=False,
