@@ -1,13 +1,10 @@
 #!/usr/bin/env bash
-# Build the pi-notebook-bridge labextension (labextension/, TypeScript) into
-# pi_notebook/notebook/bridge/labextension/, where the wheel and an editable install take it
-# from. Needs node and npm, and jupyterlab installed in the Python given as $1 (its staging
-# package.json fixes the versions of the shared JupyterLab packages, so nothing is downloaded
-# at build time beyond `npm ci`'s pinned packages). Idempotent.
+# Rebuild the pi-notebook-bridge labextension (labextension/, TypeScript) into
+# pi_notebook/notebook/bridge/labextension/ after editing it, and install it into .venv (or the
+# venv of the Python given as $1): the build hook of `pip install -e .` does the same, the build
+# step only when the sources are newer than the last build. Needs node and npm.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY="${1:-.venv/bin/python}"
-STAGING="$("$PY" -c 'import jupyterlab, os; print(os.path.join(os.path.dirname(jupyterlab.__file__), "staging"))')"
-cd labextension
-npm ci --no-audit --no-fund --loglevel=error
-PI_JUPYTERLAB_STAGING="$STAGING" npm run --silent build
+"$PY" -c 'import hatch_build; hatch_build.build_bridge("wheel", "standard", force=True)'
+"$PY" -m pip install -q --disable-pip-version-check --no-deps -e .

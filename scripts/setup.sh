@@ -1,29 +1,23 @@
 #!/usr/bin/env bash
-# Create .venv and install pi_notebook with its dev extras. Idempotent.
+# Create .venv and install pi_notebook with its dev extras, editable. Idempotent.
+# The install is the package's own: its build hooks (hatch_build.py) build the notebook bridge
+# labextension from labextension/ with npm (only when its sources changed) and put it and the
+# `pi` kernelspec into the venv's share/jupyter, where its JupyterLab and nbval find them.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY="${PYTHON:-python3}"
+BRIDGE=pi_notebook/notebook/bridge/labextension/package.json
 if [ ! -x .venv/bin/python ]; then
     "$PY" -m venv .venv
 fi
+if ! command -v npm >/dev/null; then
+    # everything else works; the agent then edits the notebook only by showing the code
+    [ -n "${CI:-}" ] && { echo "error: CI needs node and npm for the notebook bridge" >&2; exit 1; }
+    [ -f "$BRIDGE" ] || echo "warning: npm not found, so the notebook bridge labextension is not built (install node and npm, then rerun)" >&2
+fi
 .venv/bin/python -m pip install -q --disable-pip-version-check -U pip
 .venv/bin/python -m pip install -q --disable-pip-version-check -e ".[dev]"
-# The notebook bridge labextension (the agent's live edits in JupyterLab and Notebook 7): built
-# from labextension/ and linked into the venv's labextensions, as `jupyter labextension
-# develop` would (an editable install copies no data files that do not exist yet).
-if command -v npm >/dev/null || [ -n "${CI:-}" ]; then
-    bash scripts/build-bridge.sh .venv/bin/python
-    EXT=.venv/share/jupyter/labextensions/pi-notebook-bridge
-    mkdir -p "$(dirname "$EXT")"
-    rm -rf "$EXT"
-    ln -s "$(pwd)/pi_notebook/notebook/bridge/labextension" "$EXT"
-else  # everything else works; the agent then edits the notebook only by showing the code
-    echo "warning: npm not found, so the notebook bridge labextension was not built (install node and npm, then rerun)" >&2
-fi
 echo "pi_notebook installed in $(pwd)/.venv"
-# The Pi kernel's kernelspec, in the venv where its JupyterLab and nbval find it (the tutorial
-# notebooks/10-pi-kernel.ipynb runs on it).
-.venv/bin/python -m pi_notebook.kernel install --sys-prefix
 # The degraded-mode test's second venv (ipykernel 6.x). Optional on a developer machine (the
 # test then skips); required in CI, where a skip would hide the only real old-kernel check.
 if ! bash scripts/setup-old-kernel.sh; then

@@ -5,6 +5,11 @@ that interpreter cannot import the package (another venv, an uninstalled copy), 
 at start with one line naming the interpreter and what to do, which the Jupyter server logs and
 ``jupyter console`` prints; ``-m`` would only say "No module named pi_notebook".
 
+The same two files (``write_spec``) are what the wheel ships in its data files, as ipykernel
+ships ``python3``: there ``argv[0]`` is ``python``, which ``jupyter_client`` replaces with the
+interpreter of the environment that launches it (``hatch_build.py`` at the repository root
+loads this module by path, so it imports nothing outside the standard library at module level).
+
 Locations follow ``python -m ipykernel install``: ``--user`` (the user's Jupyter data dir),
 ``--sys-prefix`` (this environment, where a venv's JupyterLab finds it), ``--prefix PATH``, else
 the system-wide dir. A location that cannot be written is a ``SpecError`` with one line.
@@ -28,6 +33,7 @@ __all__ = [
     "install",
     "kernel_json",
     "uninstall",
+    "write_spec",
 ]
 
 KERNEL_NAME = "pi"
@@ -92,6 +98,14 @@ def kernel_json(display_name: str = DISPLAY_NAME, python: str | None = None) -> 
     }
 
 
+def write_spec(directory: Path, display_name: str = DISPLAY_NAME, python: str | None = None) -> None:
+    """Write the kernelspec's files (``kernel.json`` and its logo) into ``directory``, which
+    must exist: what ``install`` copies into a Jupyter data dir and the wheel ships."""
+    spec = json.dumps(kernel_json(display_name, python), indent=1)
+    (directory / "kernel.json").write_text(spec + "\n", "utf-8")
+    (directory / "logo-svg.svg").write_text(LOGO, "utf-8")
+
+
 def _where(exc: OSError) -> str:
     return f"{exc.filename}: {exc.strerror}" if exc.filename and exc.strerror else str(exc)
 
@@ -107,10 +121,7 @@ def install(
     from jupyter_client.kernelspec import KernelSpecManager
 
     with tempfile.TemporaryDirectory(prefix="pi-kernelspec-") as source:
-        (Path(source) / "kernel.json").write_text(
-            json.dumps(kernel_json(display_name, python), indent=1) + "\n", "utf-8"
-        )
-        (Path(source) / "logo-svg.svg").write_text(LOGO, "utf-8")
+        write_spec(Path(source), display_name, python)
         try:
             target = KernelSpecManager().install_kernel_spec(
                 source, kernel_name=name, user=location.user, prefix=location.prefix

@@ -30,7 +30,8 @@ REQUEST_TIMEOUT = 20.0
 """Seconds a request waits for its reply (a reloaded page no longer holds the comm)."""
 
 NO_EXTENSION = (
-    "the frontend has no pi-notebook-bridge extension (reinstall pi_notebook with pip and reload the page)"
+    "the frontend has no pi-notebook-bridge extension (pip install pi-notebook into the environment "
+    "JupyterLab runs in, restart JupyterLab and reload the page)"
 )
 NO_ANSWER = (
     "no notebook frontend answered the bridge (VS Code, Colab and jupyter console cannot edit "
