@@ -60,7 +60,10 @@ class KernelspecHook(BuildHookInterface):  # type: ignore[type-arg]  # generic i
         self._made = out
         spec.write_spec(out, python="python" if version == "standard" else sys.executable)
         build_data["shared_data"][str(out)] = f"share/jupyter/kernels/{spec.KERNEL_NAME}"
-        if (BRIDGE_BUILD / "package.json").is_file():
+        # JupyterLab's build-labextension copies labextension/install.json into its output;
+        # an older build has none. Added twice, the wheel refuses the second copy.
+        built = BRIDGE_BUILD / "package.json"
+        if built.is_file() and not (BRIDGE_BUILD / "install.json").is_file():
             extension = "share/jupyter/labextensions/pi-notebook-bridge"
             build_data["shared_data"][str(BRIDGE_SOURCE / "install.json")] = f"{extension}/install.json"
 
