@@ -1,0 +1,252 @@
+"""The wire form of a conversation's earlier turns, converted and encoded once.
+
+A request carries the whole transcript, and a provider's conversion (``transform_messages``
+and the API's message builder) and ``json.dumps`` of it cost tens of microseconds per message
+and request. Messages do not change once they have ended, so :func:`cached_history` keeps, per
+conversation and wire shape (the ``key``), the converted dicts and their JSON text up to the
+last **turn boundary** (a user message right after a finished text-only answer: every
+provider's conversion starts afresh there, so converting the history in pieces cut at
+boundaries gives the same dicts as converting it whole). The next request converts only what
+follows; :func:`encode_body` splices the cached JSON text into the body, byte for byte what
+``json.dumps(body, ensure_ascii=False)`` gives.
+
+Mutation: a cached message is checked on every request against a snapshot taken when it was
+converted (its fields, its content list and each block's fields by identity, a tool call's
+arguments by value), so a message edited in place (``block.text = ...``,
+``message.content.append(...)``, ``call.arguments["path"] = ...``) is converted again from
+there on, never sent stale. A message replaced by another object is a miss at its place too.
+Callers that hand the body to user code (``on_payload``) must not use the cache: that code may
+change the dicts.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import operator
+from collections import OrderedDict
+from collections.abc import Callable, Hashable, Sequence
+from typing import Any
+
+__all__ = ["WireMessages", "cached_history", "encode_body", "is_boundary"]
+
+_MAX_ENTRIES = 32
+
+
+def _dumps(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False)
+
+
+class WireMessages(list):  # type: ignore[type-arg]
+    """The converted messages: ``head`` items of their own (a system message), then the cached
+    dicts ``prefix_items``, encoded as ``prefix_json`` (their JSON texts joined by ``", "``),
+    then the rest."""
+
+    __slots__ = ("flag", "head", "prefix_items", "prefix_json")
+
+    def __init__(
+        self, items: list[Any], prefix_items: list[Any], prefix_json: str, flag: bool, head: int = 0
+    ) -> None:
+        super().__init__(items)
+        self.prefix_items = prefix_items
+        self.prefix_json = prefix_json
+        self.flag = flag
+        """``any(flag(m))`` over the input messages (see :func:`cached_history`)."""
+        self.head = head
+
+    def with_head(self, items: list[Any]) -> WireMessages:
+        """``items`` + these messages, the cached text kept."""
+        return WireMessages(
+            items + self, self.prefix_items, self.prefix_json, self.flag, len(items) + self.head
+        )
+
+    def encode(self) -> str | None:
+        """``json.dumps(self)``, from the cached text; ``None`` when the list was changed."""
+        head, n = self.head, len(self.prefix_items)
+        if (
+            n == 0
+            or len(self) < head + n
+            or not all(map(operator.is_, self[head : head + n], self.prefix_items))
+        ):
+            return None
+        texts = [_dumps(item) for item in self[:head]]
+        texts.append(self.prefix_json)
+        texts += [_dumps(item) for item in self[head + n :]]
+        return "[" + ", ".join(texts) + "]"
+
+
+def encode_body(body: Any) -> str:
+    """``json.dumps(body, ensure_ascii=False)``, with a :class:`WireMessages` value spliced from
+    its cached text."""
+    if type(body) is dict:
+        for value in body.values():
+            if isinstance(value, WireMessages):
+                return _encode_with_cached(body)
+    return _dumps(body)
+
+
+def _encode_with_cached(body: dict[str, Any]) -> str:
+    parts: list[str] = []
+    for key, value in body.items():
+        text = value.encode() if isinstance(value, WireMessages) else _dumps(value)
+        if text is None or not isinstance(key, str):
+            return _dumps(body)
+        parts.append(f"{_dumps(key)}: {text}")
+    return "{" + ", ".join(parts) + "}"
+
+
+# --- snapshots ------------------------------------------------------------------------------------
+
+
+def _snapshot(message: Any) -> tuple[Any, ...] | None:
+    """What :func:`_unchanged` compares; ``None`` for a message that cannot be snapshotted."""
+    fields = getattr(message, "__dict__", None)
+    if fields is None:
+        return None
+    content = fields.get("content")
+    if not isinstance(content, list):
+        return (fields.copy(), None, None)
+    blocks = list(content)
+    inner: list[Any] = []
+    for block in blocks:
+        block_fields = getattr(block, "__dict__", None)
+        if block_fields is None:
+            return None
+        arguments = block_fields.get("arguments")
+        inner.append((block_fields.copy(), None if arguments is None else copy.deepcopy(arguments)))
+    return (fields.copy(), blocks, inner)
+
+
+def _unchanged(message: Any, snapshot: tuple[Any, ...]) -> bool:
+    fields, blocks, inner = snapshot
+    if message.__dict__ != fields:
+        return False
+    if blocks is None:
+        return True
+    if fields["content"] != blocks:  # the same list object: compare its items
+        return False
+    for block, (block_fields, arguments) in zip(blocks, inner, strict=True):
+        if block.__dict__ != block_fields:
+            return False
+        if arguments is not None and block_fields["arguments"] != arguments:
+            return False
+    return True
+
+
+# --- the cache ------------------------------------------------------------------------------------
+
+
+def is_boundary(messages: Sequence[Any], index: int) -> bool:
+    """``messages[index]`` is a user message right after a finished answer of text only: no
+    conversion carries anything across it (no pending tool call, no grouped results, no role
+    bridge)."""
+    if index <= 0:
+        return False
+    message, before = messages[index], messages[index - 1]
+    if getattr(message, "role", None) != "user" or getattr(before, "role", None) != "assistant":
+        return False
+    if before.stop_reason != "stop" or not before.content:
+        return False
+    return all(getattr(b, "type", None) == "text" for b in before.content) and any(
+        b.text.strip() for b in before.content
+    )
+
+
+class _Entry:
+    __slots__ = ("flag", "items", "json", "messages", "snapshots", "witness")
+
+    def __init__(self, witness: Any) -> None:
+        self.witness = witness  # an object the key's ids stand for, kept alive with the entry
+        self.messages: list[Any] = []
+        self.snapshots: list[tuple[Any, ...]] = []
+        self.items: list[Any] = []
+        self.json = ""
+        self.flag = False
+
+
+_entries: OrderedDict[Hashable, _Entry] = OrderedDict()
+
+
+def _valid_prefix(entry: _Entry, messages: Sequence[Any]) -> int:
+    """How many of the entry's messages are still at the start of ``messages``, unchanged."""
+    count = len(entry.messages)
+    if len(messages) < count:
+        return 0
+    for i in range(count):
+        message = messages[i]
+        if message is not entry.messages[i] or not _unchanged(message, entry.snapshots[i]):
+            return 0
+    return count
+
+
+def cached_history(
+    key: Hashable,
+    witness: Any,
+    messages: Sequence[Any],
+    convert: Callable[[Sequence[Any]], list[Any]],
+    flag: Callable[[Any], bool] | None = None,
+) -> WireMessages:
+    """``convert(messages)``, reusing the converted prefix of the last call with this ``key``
+    (the wire shape: API, model, compat; the conversation is told apart by its first message).
+    ``convert`` must convert any slice that starts at a boundary as it would in the whole.
+    ``witness``: the object whose ``id`` the key holds (kept, so the id is not reused).
+    ``flag``: a test whose ``any`` over the messages is kept too (``WireMessages.flag``)."""
+    if not messages:
+        return WireMessages(convert(messages), [], "", False)
+    full_key = (key, id(messages[0]))
+    entry = _entries.get(full_key)
+    if entry is None or entry.witness is not witness:
+        entry = _Entry(witness)
+    start = _valid_prefix(entry, messages)
+    if start < len(entry.messages):  # changed: start over
+        entry = _Entry(witness)
+        start = 0
+    cut = _last_boundary(messages, start)
+    if not (_self_contained(messages[start:cut]) and _self_contained(messages[cut:])):
+        return WireMessages(convert(messages), [], "", flag is not None and any(flag(m) for m in messages))
+    if cut > start:
+        added = messages[start:cut]
+        snapshots = [_snapshot(m) for m in added]
+        if all(s is not None for s in snapshots):
+            items = convert(added)
+            texts = [_dumps(item) for item in items]
+            entry.messages.extend(added)
+            entry.snapshots.extend(s for s in snapshots if s is not None)
+            entry.items = entry.items + items
+            entry.json = ", ".join([entry.json, *texts]) if entry.json else ", ".join(texts)
+            entry.flag = entry.flag or (flag is not None and any(flag(m) for m in added))
+            start = cut
+    tail = messages[start:]
+    out = WireMessages(
+        entry.items + convert(tail),
+        entry.items,
+        entry.json,
+        entry.flag or (flag is not None and any(flag(m) for m in tail)),
+    )
+    if entry.messages:
+        _entries[full_key] = entry
+        _entries.move_to_end(full_key)
+        while len(_entries) > _MAX_ENTRIES:
+            _entries.popitem(last=False)
+    return out
+
+
+def _self_contained(messages: Sequence[Any]) -> bool:
+    """Every tool result in ``messages`` answers a call made in them: one that answers an
+    earlier call would be renamed with it when a conversion renames foreign ids."""
+    calls: set[str] = set()
+    for message in messages:
+        role = getattr(message, "role", None)
+        if role == "assistant":
+            calls.update(b.id for b in message.content if getattr(b, "type", None) == "toolCall")
+        elif role == "toolResult" and message.tool_call_id not in calls:
+            return False
+    return True
+
+
+def _last_boundary(messages: Sequence[Any], start: int) -> int:
+    """The index of the last boundary after ``start`` (``start`` when there is none)."""
+    for index in range(len(messages) - 1, start, -1):
+        if is_boundary(messages, index):
+            return index
+    return start

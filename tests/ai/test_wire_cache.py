@@ -1,0 +1,159 @@
+"""The wire cache (``ai/wire_cache.py``): a long conversation's earlier turns are converted and
+encoded once, and the bytes on the wire stay exactly those of converting everything again, also
+when a message that was cached is changed in place afterwards (the mutation hazard) or replaced.
+Over the loopback server, against ``json.dumps`` of the uncached conversion."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+from ai.openai_fixtures import make_model, opts, run, text_reply
+from loopback import LoopbackServer
+
+from pi_notebook.ai.providers.openai_completions_request import build_params, resolve_compat
+from pi_notebook.ai.types import (
+    AssistantMessage,
+    Context,
+    ImageContent,
+    Model,
+    TextContent,
+    ToolCall,
+    ToolResultMessage,
+    UserMessage,
+)
+from pi_notebook.ai.wire_cache import WireMessages, cached_history, encode_body, is_boundary
+
+
+def turns(n: int, model: Model) -> list[Any]:
+    """``n`` tool-using turns (user, assistant with a call, result, answer)."""
+    out: list[Any] = []
+    same = {"api": model.api, "provider": model.provider, "model": model.id}
+    for i in range(n):
+        call = ToolCall(id=f"call_{i}", name="read", arguments={"path": f"m{i}.py", "lines": [1, 2]})
+        out += [
+            UserMessage(content=f"question {i} — ünïcode"),
+            AssistantMessage(
+                content=[TextContent(text=f"reading {i}"), call],
+                stop_reason="toolUse",
+                **same,
+            ),
+            ToolResultMessage(
+                tool_call_id=f"call_{i}", tool_name="read", content=[TextContent(text=f"body {i}")]
+            ),
+            AssistantMessage(
+                content=[TextContent(text=f"answer {i}")],
+                api=model.api,
+                provider=model.provider,
+                model=model.id,
+            ),
+        ]
+    return out
+
+
+def expected(model: Model, context: Context) -> bytes:
+    """The body without the cache (``on_payload`` set turns it off; returning ``None`` keeps it)."""
+    body = build_params(model, context, opts(on_payload=lambda p, m: None), resolve_compat(model))
+    assert not isinstance(body["messages"], WireMessages)
+    return json.dumps(body, ensure_ascii=False).encode()
+
+
+async def ask(loopback: LoopbackServer, model: Model, context: Context) -> bytes:
+    _, answer = await run(loopback, text_reply("ok"), model, context)
+    assert answer.stop_reason == "stop", answer.error_message
+    context.messages.append(answer)
+    return loopback.requests[-1].body
+
+
+async def test_the_bytes_are_those_of_the_whole_conversion_every_request(
+    loopback: LoopbackServer,
+) -> None:
+    model = make_model(loopback)
+    context = Context(system_prompt="Be brief.", messages=turns(30, model))
+    for i in range(4):
+        context.messages.append(UserMessage(content=f"next {i}"))
+        want = expected(model, context)
+        assert await ask(loopback, model, context) == want
+
+
+def _edit_text(messages: list[Any]) -> None:
+    messages[3].content[0].text = "EDITED answer"
+
+
+def _append_block(messages: list[Any]) -> None:
+    messages[3].content.append(TextContent(text="EDITED more"))
+
+
+def _edit_arguments(messages: list[Any]) -> None:
+    messages[1].content[1].arguments["path"] = "EDITED.py"
+
+
+def _edit_nested_arguments(messages: list[Any]) -> None:
+    messages[1].content[1].arguments["lines"].append("EDITED")
+
+
+def _replace_message(messages: list[Any]) -> None:
+    messages[0] = UserMessage(content="EDITED question")
+
+
+def _reassign_content(messages: list[Any]) -> None:
+    messages[2].content = [TextContent(text="EDITED result")]
+
+
+def _add_image(messages: list[Any]) -> None:
+    messages[4].content = [TextContent(text="look"), ImageContent(data="AAAA", mime_type="image/png")]
+
+
+EDITS: list[Callable[[list[Any]], None]] = [
+    _edit_text,
+    _append_block,
+    _edit_arguments,
+    _edit_nested_arguments,
+    _replace_message,
+    _reassign_content,
+    _add_image,
+]
+
+
+async def test_a_cached_message_changed_in_place_is_sent_as_it_is_now(loopback: LoopbackServer) -> None:
+    """Each edit after the turns were cached: the next body is the uncached conversion's."""
+    for edit in EDITS:
+        model = make_model(loopback)
+        context = Context(messages=turns(6, model))
+        for _ in range(2):  # the second request is served from the cache
+            context.messages.append(UserMessage(content="again"))
+            await ask(loopback, model, context)
+        edit(context.messages)
+        context.messages.append(UserMessage(content="after the edit"))
+        want = expected(model, context)
+        body = await ask(loopback, model, context)
+        assert body == want, edit.__name__
+        assert b"EDITED" in body or b"AAAA" in body, edit.__name__
+
+
+def test_only_the_tail_is_converted_again() -> None:
+    converted: list[int] = []
+
+    def convert(messages: Any) -> list[Any]:
+        converted.append(len(messages))
+        return [{"role": m.role, "n": i} for i, m in enumerate(messages)]
+
+    model = Model(id="m", api="openai-completions", provider="p")
+    messages = turns(50, model)
+    messages.append(UserMessage(content="now"))
+    cached_history("k", model, messages, convert)
+    converted.clear()
+    messages += [AssistantMessage(content=[TextContent(text="a")]), UserMessage(content="b")]
+    out = cached_history("k", model, messages, convert)
+    assert converted == [2, 1]  # the answer and the question before the new boundary, then the question
+    assert len(out) == len(messages)
+    assert encode_body({"messages": out}) == json.dumps({"messages": list(out)}, ensure_ascii=False)
+
+
+def test_a_boundary_is_a_question_after_a_text_answer() -> None:
+    model = Model(id="m", api="openai-completions", provider="p")
+    messages = [*turns(1, model), UserMessage(content="q")]
+    assert [is_boundary(messages, i) for i in range(len(messages))] == [False, False, False, False, True]
+    failed = AssistantMessage(content=[TextContent(text="x")], stop_reason="error")
+    assert not is_boundary([failed, UserMessage(content="q")], 1)
