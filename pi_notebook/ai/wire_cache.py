@@ -172,9 +172,9 @@ def _valid_prefix(entry: _Entry, messages: Sequence[Any]) -> int:
     count = len(entry.messages)
     if len(messages) < count:
         return 0
-    for i in range(count):
-        message = messages[i]
-        if message is not entry.messages[i] or not _unchanged(message, entry.snapshots[i]):
+    unchanged = _unchanged
+    for message, cached, snapshot in zip(messages, entry.messages, entry.snapshots):
+        if message is not cached or not unchanged(message, snapshot):
             return 0
     return count
 

@@ -51,8 +51,13 @@ def _user_text(text: str, timestamp: int) -> UserMessage:
     return UserMessage(content=[TextContent(text=text)], timestamp=timestamp)
 
 
+_LLM_ROLES = frozenset({"user", "assistant", "toolResult"})
+
+
 def convert_to_llm(messages: Sequence[Any]) -> list[LlmMessage]:
     """Session messages to the three LLM roles (unknown roles are dropped)."""
+    if _LLM_ROLES.issuperset([getattr(m, "role", None) for m in messages]):
+        return list(messages)  # the usual transcript, passed through in one pass
     out: list[LlmMessage] = []
     for m in messages:
         role = getattr(m, "role", None)
