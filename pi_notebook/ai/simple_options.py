@@ -11,8 +11,8 @@ everything after it; 4800 characters per image.
 from __future__ import annotations
 
 import dataclasses
-import json
 import itertools
+import json
 import math
 import operator
 import weakref

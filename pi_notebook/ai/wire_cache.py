@@ -173,7 +173,7 @@ def _valid_prefix(entry: _Entry, messages: Sequence[Any]) -> int:
     if len(messages) < count:
         return 0
     unchanged = _unchanged
-    for message, cached, snapshot in zip(messages, entry.messages, entry.snapshots):
+    for message, cached, snapshot in zip(messages, entry.messages, entry.snapshots, strict=False):
         if message is not cached or not unchanged(message, snapshot):
             return 0
     return count
