@@ -102,6 +102,7 @@ async def _run(run: ProviderRun, context: Context, options: GoogleOptions) -> No
         max_tokens=options.max_tokens,
         tool_choice=options.tool_choice,
         thinking=_thinking(options.thinking),
+        cache=options.on_payload is None,
     )
     # What the genai SDK sends: Gemini streams SSE for ``alt=sse`` whatever ``accept`` says.
     base_headers = {"content-type": "application/json", "accept": "*/*"}
