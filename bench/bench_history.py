@@ -25,8 +25,9 @@ The report gives the median CPU ms per request at each N and the slope: the leas
 through the medians, in ms per 1,000 earlier messages, and each client's slope / the floor's.
 
 Run from the repository root: ``.venv/bin/python -m bench.bench_history`` (``--reps N``,
-``--sizes 0 100 1000 3000``; ``--profile CLIENT`` prints a cProfile of one child at the
-largest size instead).
+``--sizes 0 100 1000 3000``; ``--before TREE`` runs ``ai``, ``agent`` and ``session`` on another
+tree's ``pi_notebook`` too, interleaved, e.g. ``git archive 44d7c5e | tar -x -C /tmp/before``;
+``--profile CLIENT`` prints a cProfile of one child at the largest size instead).
 """
 
 from __future__ import annotations
@@ -244,12 +245,19 @@ async def _child(client: str, n: int, port: int, profile: bool) -> dict[str, Any
 # --- the driver ----------------------------------------------------------------------------------
 
 
-def _run_child(client: str, n: int, port: int, profile: bool = False) -> dict[str, Any]:
+def _run_child(
+    client: str, n: int, port: int, profile: bool = False, tree: str | None = None
+) -> dict[str, Any]:
     cmd = [sys.executable, "-m", "bench.bench_history", "--child", client, "--n", str(n), "--port", str(port)]
     if profile:
         cmd.append("--profile-child")
+    if tree:
+        cmd += ["--tree", tree]
     out = subprocess.run(cmd, stdout=subprocess.PIPE, text=True, check=True, timeout=600)
-    return json.loads(out.stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]
+    result: dict[str, Any] = json.loads(out.stdout.strip().splitlines()[-1])
+    if tree:
+        result["client"] += " (before)"
+    return result
 
 
 def slope(points: list[tuple[int, float]]) -> float:
@@ -268,12 +276,12 @@ def report(results: list[dict[str, Any]], sizes: list[int], clients: list[str]) 
 
     reps = sum(1 for r in results if r["client"] == clients[0] and r["n"] == sizes[0])
     print(f"CPU ms per one-token request (median of {reps} runs x {REQUESTS} requests)")
-    print("client    " + "".join(f"{f'@{n}':>10}" for n in sizes) + "  ms/1000 msgs  / floor")
+    print("client          " + "".join(f"{f'@{n}':>10}" for n in sizes) + "  ms/1000 msgs  / floor")
     slopes = {c: slope([(n, median_cpu(c, n)) for n in sizes]) for c in clients}
     for c in clients:
         cells = "".join(f"{median_cpu(c, n) * 1000:>10.2f}" for n in sizes)
         ratio = slopes[c] / slopes["floor"] if "floor" in slopes and slopes["floor"] > 0 else float("nan")
-        print(f"{c:<10}{cells}  {slopes[c]:>12.2f}  {ratio:>7.2f}")
+        print(f"{c:<16}{cells}  {slopes[c]:>12.2f}  {ratio:>7.2f}")
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -282,12 +290,21 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--sizes", type=int, nargs="+", default=list(SIZES))
     parser.add_argument("--clients", nargs="+", default=list(CLIENTS), choices=CLIENTS)
     parser.add_argument("--profile", choices=CLIENTS)
+    parser.add_argument(
+        "--before",
+        metavar="TREE",
+        help="also run ai, agent and session on the pi_notebook of TREE (e.g. a git archive of an "
+        "older commit), interleaved with this tree's",
+    )
+    parser.add_argument("--tree", help=argparse.SUPPRESS)
     parser.add_argument("--child", choices=CLIENTS, help=argparse.SUPPRESS)
     parser.add_argument("--n", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--port", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--profile-child", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:
+        if args.tree:
+            sys.path.insert(0, args.tree)  # pi_notebook from there (imported only from here on)
         print(json.dumps(asyncio.run(_child(args.child, args.n, args.port, args.profile_child))))
         return
     server, port = _start_server()
@@ -295,15 +312,19 @@ def main(argv: list[str] | None = None) -> None:
         if args.profile:
             _run_child(args.profile, max(args.sizes), port, profile=True)
             return
-        for client in args.clients:  # compile the sources once, untimed
-            _run_child(client, 0, port)
+        runs = [(c, None) for c in args.clients]
+        if args.before:
+            runs += [(c, args.before) for c in args.clients if c != "floor"]
+        for client, tree in runs:  # compile the sources once, untimed
+            _run_child(client, 0, port, tree=tree)
         results: list[dict[str, Any]] = []
         for rep in range(args.reps):
             for n in args.sizes:
-                for client in args.clients:
-                    results.append(_run_child(client, n, port))
+                for client, tree in runs:
+                    results.append(_run_child(client, n, port, tree=tree))
             print(f"repetition {rep + 1}/{args.reps} done", file=sys.stderr)
-        report(results, args.sizes, args.clients)
+        labels = [c if tree is None else f"{c} (before)" for c, tree in runs]
+        report(results, args.sizes, labels)
     finally:
         server.terminate()
         server.wait(10)
