@@ -328,7 +328,7 @@ async def open_stream(
     ``options.max_retries`` times with the server's ``retry-after`` (capped by
     ``options.max_retry_delay_ms``, 0 = no cap) or capped exponential backoff.
     """
-    payload = encode_body(body).encode("utf-8")
+    payload = encode_body(body)
     max_retries = options.max_retries or 0
     cap_ms = 60_000 if options.max_retry_delay_ms is None else options.max_retry_delay_ms
     timeout = request_timeout(options)

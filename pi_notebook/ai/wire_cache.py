@@ -33,23 +33,28 @@ __all__ = ["WireMessages", "cached_history", "encode_body", "is_boundary"]
 _MAX_ENTRIES = 32
 
 
-def _dumps(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False)
+def _dumps(value: Any) -> bytes:
+    return json.dumps(value, ensure_ascii=False).encode("utf-8")
 
 
 class WireMessages(list):  # type: ignore[type-arg]
     """The converted messages: ``head`` items of their own (a system message), then the cached
-    dicts ``prefix_items``, encoded as ``prefix_json`` (their JSON texts joined by ``", "``),
-    then the rest."""
+    dicts ``prefix_items``, encoded as ``prefix_chunks`` (UTF-8 JSON, each chunk the items of
+    one converted piece joined by ``", "``), then the rest."""
 
-    __slots__ = ("flag", "head", "prefix_items", "prefix_json")
+    __slots__ = ("flag", "head", "prefix_chunks", "prefix_items")
 
     def __init__(
-        self, items: list[Any], prefix_items: list[Any], prefix_json: str, flag: bool, head: int = 0
+        self,
+        items: list[Any],
+        prefix_items: list[Any],
+        prefix_chunks: list[bytes],
+        flag: bool,
+        head: int = 0,
     ) -> None:
         super().__init__(items)
         self.prefix_items = prefix_items
-        self.prefix_json = prefix_json
+        self.prefix_chunks = prefix_chunks
         self.flag = flag
         """``any(flag(m))`` over the input messages (see :func:`cached_history`)."""
         self.head = head
@@ -57,11 +62,12 @@ class WireMessages(list):  # type: ignore[type-arg]
     def with_head(self, items: list[Any]) -> WireMessages:
         """``items`` + these messages, the cached text kept."""
         return WireMessages(
-            items + self, self.prefix_items, self.prefix_json, self.flag, len(items) + self.head
+            items + self, self.prefix_items, self.prefix_chunks, self.flag, len(items) + self.head
         )
 
-    def encode(self) -> str | None:
-        """``json.dumps(self)``, from the cached text; ``None`` when the list was changed."""
+    def encoded(self) -> list[bytes] | None:
+        """The pieces of ``json.dumps(self)`` in UTF-8, the cached ones as they are (a large
+        body is copied once, when the pieces are joined); ``None`` when the list was changed."""
         head, n = self.head, len(self.prefix_items)
         if (
             n == 0
@@ -69,30 +75,45 @@ class WireMessages(list):  # type: ignore[type-arg]
             or not all(map(operator.is_, self[head : head + n], self.prefix_items))
         ):
             return None
-        texts = [_dumps(item) for item in self[:head]]
-        texts.append(self.prefix_json)
-        texts += [_dumps(item) for item in self[head + n :]]
-        return "[" + ", ".join(texts) + "]"
+        pieces = [_dumps(item) for item in self[:head]]
+        pieces += self.prefix_chunks
+        pieces += [_dumps(item) for item in self[head + n :]]
+        out = [b"["]
+        for piece in pieces:
+            out += (piece, b", ")
+        out[-1] = b"]"
+        return out
 
 
-def encode_body(body: Any) -> str:
-    """``json.dumps(body, ensure_ascii=False)``, with a :class:`WireMessages` value spliced from
-    its cached text."""
+def encode_body(body: Any) -> bytes:
+    """``json.dumps(body, ensure_ascii=False)`` in UTF-8, with a :class:`WireMessages` value
+    spliced from its cached text."""
     if type(body) is dict:
         for value in body.values():
             if isinstance(value, WireMessages):
-                return _encode_with_cached(body)
+                pieces = _pieces_with_cached(body)
+                if pieces is not None:
+                    return b"".join(pieces)
+                break
     return _dumps(body)
 
 
-def _encode_with_cached(body: dict[str, Any]) -> str:
-    parts: list[str] = []
+def _pieces_with_cached(body: dict[str, Any]) -> list[bytes] | None:
+    out = [b"{"]
     for key, value in body.items():
-        text = value.encode() if isinstance(value, WireMessages) else _dumps(value)
-        if text is None or not isinstance(key, str):
-            return _dumps(body)
-        parts.append(f"{_dumps(key)}: {text}")
-    return "{" + ", ".join(parts) + "}"
+        if not isinstance(key, str):
+            return None
+        out += (_dumps(key), b": ")
+        if isinstance(value, WireMessages):
+            pieces = value.encoded()
+            if pieces is None:
+                return None
+            out += pieces
+        else:
+            out.append(_dumps(value))
+        out.append(b", ")
+    out[-1] = b"}"
+    return out
 
 
 # --- snapshots ------------------------------------------------------------------------------------
@@ -153,14 +174,14 @@ def is_boundary(messages: Sequence[Any], index: int) -> bool:
 
 
 class _Entry:
-    __slots__ = ("flag", "items", "json", "messages", "snapshots", "witness")
+    __slots__ = ("chunks", "flag", "items", "messages", "snapshots", "witness")
 
     def __init__(self, witness: Any) -> None:
         self.witness = witness  # an object the key's ids stand for, kept alive with the entry
         self.messages: list[Any] = []
         self.snapshots: list[tuple[Any, ...]] = []
         self.items: list[Any] = []
-        self.json = ""
+        self.chunks: list[bytes] = []
         self.flag = False
 
 
@@ -192,7 +213,7 @@ def cached_history(
     ``witness``: the object whose ``id`` the key holds (kept, so the id is not reused).
     ``flag``: a test whose ``any`` over the messages is kept too (``WireMessages.flag``)."""
     if not messages:
-        return WireMessages(convert(messages), [], "", False)
+        return WireMessages(convert(messages), [], [], False)
     full_key = (key, id(messages[0]))
     entry = _entries.get(full_key)
     if entry is None or entry.witness is not witness:
@@ -203,24 +224,24 @@ def cached_history(
         start = 0
     cut = _last_boundary(messages, start)
     if not (_self_contained(messages[start:cut]) and _self_contained(messages[cut:])):
-        return WireMessages(convert(messages), [], "", flag is not None and any(flag(m) for m in messages))
+        return WireMessages(convert(messages), [], [], flag is not None and any(flag(m) for m in messages))
     if cut > start:
         added = messages[start:cut]
         snapshots = [_snapshot(m) for m in added]
         if all(s is not None for s in snapshots):
             items = convert(added)
-            texts = [_dumps(item) for item in items]
             entry.messages.extend(added)
             entry.snapshots.extend(s for s in snapshots if s is not None)
             entry.items = entry.items + items
-            entry.json = ", ".join([entry.json, *texts]) if entry.json else ", ".join(texts)
+            if items:  # new lists: a WireMessages handed out earlier keeps what it had
+                entry.chunks = [*entry.chunks, b", ".join(_dumps(item) for item in items)]
             entry.flag = entry.flag or (flag is not None and any(flag(m) for m in added))
             start = cut
     tail = messages[start:]
     out = WireMessages(
         entry.items + convert(tail),
         entry.items,
-        entry.json,
+        entry.chunks,
         entry.flag or (flag is not None and any(flag(m) for m in tail)),
     )
     if entry.messages:

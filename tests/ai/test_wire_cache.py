@@ -175,7 +175,7 @@ def test_only_the_tail_is_converted_again() -> None:
     out = cached_history("k", model, messages, convert)
     assert converted == [2, 1]  # the answer and the question before the new boundary, then the question
     assert len(out) == len(messages)
-    assert encode_body({"messages": out}) == json.dumps({"messages": list(out)}, ensure_ascii=False)
+    assert encode_body({"messages": out}) == json.dumps({"messages": list(out)}, ensure_ascii=False).encode()
 
 
 def test_a_boundary_is_a_question_after_a_text_answer() -> None:
