@@ -139,17 +139,27 @@ def _snapshot(message: Any) -> tuple[Any, ...] | None:
 
 
 def _unchanged(message: Any, snapshot: tuple[Any, ...]) -> bool:
+    """The message's fields equal the snapshot's, and what the snapshot watches in place (the
+    content list, its blocks, a call's arguments) is still the very same object: one replaced
+    by an equal object would go unwatched, and a later change to it unseen."""
     fields, blocks, inner = snapshot
-    if message.__dict__ != fields:
+    live = message.__dict__
+    if live != fields:
         return False
     if blocks is None:
         return True
-    if fields["content"] != blocks:  # the same list object: compare its items
+    content = live["content"]
+    if content is not fields["content"] or len(content) != len(blocks):
         return False
-    for block, (block_fields, arguments) in zip(blocks, inner, strict=True):
-        if block.__dict__ != block_fields:
+    if not all(map(operator.is_, content, blocks)):
+        return False
+    for block, (block_fields, arguments) in zip(blocks, inner, strict=False):
+        live_block = block.__dict__
+        if live_block != block_fields:
             return False
-        if arguments is not None and block_fields["arguments"] != arguments:
+        if arguments is not None and (
+            live_block["arguments"] is not block_fields["arguments"] or arguments != block_fields["arguments"]
+        ):
             return False
     return True
 

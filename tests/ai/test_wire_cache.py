@@ -127,17 +127,39 @@ def _reassign_content(messages: list[Any]) -> None:
     messages[2].content = [TextContent(text="EDITED result")]
 
 
+def _equal_then_edit(messages: list[Any]) -> Callable[[list[Any]], None]:
+    """An equal replacement changes no byte; a change to it after a request must still be seen."""
+    messages[3].content = [TextContent(text="answer 0")]
+
+    def then(messages: list[Any]) -> None:
+        messages[3].content[0].text = "EDITED after an equal replacement"
+
+    return then
+
+
+def _equal_arguments_then_edit(messages: list[Any]) -> Callable[[list[Any]], None]:
+    call = messages[1].content[1]
+    call.arguments = dict(call.arguments)
+
+    def then(messages: list[Any]) -> None:
+        messages[1].content[1].arguments["path"] = "EDITED.py"
+
+    return then
+
+
 def _add_image(messages: list[Any]) -> None:
     messages[4].content = [TextContent(text="look"), ImageContent(data="AAAA", mime_type="image/png")]
 
 
-EDITS: list[Callable[[list[Any]], None]] = [
+EDITS: list[Callable[[list[Any]], Any]] = [
     _edit_text,
     _append_block,
     _edit_arguments,
     _edit_nested_arguments,
     _replace_message,
     _reassign_content,
+    _equal_then_edit,
+    _equal_arguments_then_edit,
     _add_image,
 ]
 
@@ -153,7 +175,11 @@ async def test_a_cached_message_changed_in_place_is_sent_as_it_is_now(
         for _ in range(2):  # the second request is served from the cache
             context.messages.append(UserMessage(content="again"))
             await ask(loopback, api, model, context)
-        edit(context.messages)
+        then = edit(context.messages)
+        if then is not None:  # a request in between, then the change
+            context.messages.append(UserMessage(content="in between"))
+            await ask(loopback, api, model, context)
+            then(context.messages)
         context.messages.append(UserMessage(content="after the edit"))
         body = await ask(loopback, api, model, context)
         assert b"EDITED" in body or b"AAAA" in body, edit.__name__
