@@ -17,6 +17,11 @@ arguments by value), so a message edited in place (``block.text = ...``,
 there on, never sent stale. A message replaced by another object is a miss at its place too.
 Callers that hand the body to user code (``on_payload``) must not use the cache: that code may
 change the dicts.
+
+A conversation is converted whole the first time it is seen and after its cached turns
+changed; the cache is (re)built when the next request brings the same message objects back, so
+a caller that makes new message objects for every request (an extension's ``context`` handler
+that copies the transcript) pays nothing for snapshots it could never use.
 """
 
 from __future__ import annotations
@@ -184,10 +189,15 @@ def is_boundary(messages: Sequence[Any], index: int) -> bool:
 
 
 class _Entry:
-    __slots__ = ("chunks", "flag", "items", "messages", "snapshots", "witness")
+    __slots__ = ("chunks", "first", "flag", "items", "last_seen", "messages", "snapshots", "witness")
 
-    def __init__(self, witness: Any) -> None:
+    def __init__(self, witness: Any, messages: Sequence[Any]) -> None:
         self.witness = witness  # an object the key's ids stand for, kept alive with the entry
+        self.first = messages[0]  # the same, for the conversation's first message
+        self.last_seen: tuple[Any, ...] | None = tuple(messages)
+        """The messages of a request served without the cache: the cache is built when the
+        next request starts with the same objects (a caller that copies its messages for every
+        request, e.g. an extension's ``context`` handler, never pays for snapshots)."""
         self.messages: list[Any] = []
         self.snapshots: list[tuple[Any, ...]] = []
         self.items: list[Any] = []
@@ -198,16 +208,27 @@ class _Entry:
 _entries: OrderedDict[Hashable, _Entry] = OrderedDict()
 
 
-def _valid_prefix(entry: _Entry, messages: Sequence[Any]) -> int:
-    """How many of the entry's messages are still at the start of ``messages``, unchanged."""
-    count = len(entry.messages)
-    if len(messages) < count:
-        return 0
+def _remember(key: Hashable, entry: _Entry) -> None:
+    _entries[key] = entry
+    _entries.move_to_end(key)
+    while len(_entries) > _MAX_ENTRIES:
+        _entries.popitem(last=False)
+
+
+def _valid_prefix(entry: _Entry, messages: Sequence[Any]) -> bool:
+    """The entry's messages are still at the start of ``messages``, unchanged."""
+    if len(messages) < len(entry.messages):
+        return False
     unchanged = _unchanged
     for message, cached, snapshot in zip(messages, entry.messages, entry.snapshots, strict=False):
         if message is not cached or not unchanged(message, snapshot):
-            return 0
-    return count
+            return False
+    return True
+
+
+def _came_back(entry: _Entry, messages: Sequence[Any]) -> bool:
+    seen = entry.last_seen
+    return seen is not None and len(messages) >= len(seen) and all(map(operator.is_, seen, messages))
 
 
 def cached_history(
@@ -221,20 +242,29 @@ def cached_history(
     (the wire shape: API, model, compat; the conversation is told apart by its first message).
     ``convert`` must convert any slice that starts at a boundary as it would in the whole.
     ``witness``: the object whose ``id`` the key holds (kept, so the id is not reused).
-    ``flag``: a test whose ``any`` over the messages is kept too (``WireMessages.flag``)."""
+    ``flag``: a test whose ``any`` over the messages is kept too (``WireMessages.flag``).
+
+    A conversation seen for the first time, or whose cached turns changed, is converted whole
+    and only remembered; the cache is built on the next request that brings the same messages
+    back, and serves the requests after it."""
     if not messages:
         return WireMessages(convert(messages), [], [], False)
     full_key = (key, id(messages[0]))
     entry = _entries.get(full_key)
-    if entry is None or entry.witness is not witness:
-        entry = _Entry(witness)
-    start = _valid_prefix(entry, messages)
-    if start < len(entry.messages):  # changed: start over
-        entry = _Entry(witness)
-        start = 0
+    if entry is None or entry.witness is not witness or entry.first is not messages[0]:
+        usable = False
+    elif entry.last_seen is not None:
+        usable = _came_back(entry, messages)
+    else:
+        usable = _valid_prefix(entry, messages)
+    if entry is None or not usable:
+        _remember(full_key, _Entry(witness, messages))
+        return _uncached(messages, convert, flag)
+    entry.last_seen = None
+    start = len(entry.messages)
     cut = _last_boundary(messages, start)
     if not (_self_contained(messages[start:cut]) and _self_contained(messages[cut:])):
-        return WireMessages(convert(messages), [], [], flag is not None and any(flag(m) for m in messages))
+        return _uncached(messages, convert, flag)
     if cut > start:
         added = messages[start:cut]
         snapshots = [_snapshot(m) for m in added]
@@ -248,18 +278,19 @@ def cached_history(
             entry.flag = entry.flag or (flag is not None and any(flag(m) for m in added))
             start = cut
     tail = messages[start:]
-    out = WireMessages(
+    _remember(full_key, entry)
+    return WireMessages(
         entry.items + convert(tail),
         entry.items,
         entry.chunks,
         entry.flag or (flag is not None and any(flag(m) for m in tail)),
     )
-    if entry.messages:
-        _entries[full_key] = entry
-        _entries.move_to_end(full_key)
-        while len(_entries) > _MAX_ENTRIES:
-            _entries.popitem(last=False)
-    return out
+
+
+def _uncached(
+    messages: Sequence[Any], convert: Callable[[Sequence[Any]], list[Any]], flag: Callable[[Any], bool] | None
+) -> WireMessages:
+    return WireMessages(convert(messages), [], [], flag is not None and any(flag(m) for m in messages))
 
 
 def _self_contained(messages: Sequence[Any]) -> bool:

@@ -195,7 +195,9 @@ def test_only_the_tail_is_converted_again() -> None:
     model = Model(id="m", api="openai-completions", provider="p")
     messages = turns(50, model)
     messages.append(UserMessage(content="now"))
-    cached_history("k", model, messages, convert)
+    cached_history("k", model, messages, convert)  # seen: converted whole
+    assert converted == [len(messages)]
+    cached_history("k", model, messages, convert)  # back: the cache is built
     converted.clear()
     messages += [AssistantMessage(content=[TextContent(text="a")]), UserMessage(content="b")]
     out = cached_history("k", model, messages, convert)
@@ -210,3 +212,20 @@ def test_a_boundary_is_a_question_after_a_text_answer() -> None:
     assert [is_boundary(messages, i) for i in range(len(messages))] == [False, False, False, False, True]
     failed = AssistantMessage(content=[TextContent(text="x")], stop_reason="error")
     assert not is_boundary([failed, UserMessage(content="q")], 1)
+
+
+def test_messages_copied_for_every_request_are_converted_whole_without_snapshots() -> None:
+    """What a ``context`` handler that copies the transcript gives: never the same objects, so
+    the cache only remembers it saw them (no snapshot is taken, nothing is converted twice)."""
+    converted: list[int] = []
+
+    def convert(messages: Any) -> list[Any]:
+        converted.append(len(messages))
+        return [{"role": m.role} for m in messages]
+
+    model = Model(id="m", api="openai-completions", provider="p")
+    messages = [*turns(20, model), UserMessage(content="now")]
+    for _ in range(3):
+        out = cached_history("copies", model, [m.model_copy() for m in messages], convert)
+        assert out.prefix_items == []
+    assert converted == [len(messages)] * 3
