@@ -147,3 +147,28 @@ def test_a_session_message_becomes_the_same_user_message_until_it_changes() -> N
     assert changed[0] is not first[0]
     assert "after" in changed[0].content[0].text  # type: ignore[union-attr]
     assert [b.text for b in changed[1].content] == ["a", "b"]  # type: ignore[union-attr]
+
+
+def test_the_latest_compaction_is_the_one_on_the_current_branch() -> None:
+    """``latest_compaction`` finds what a walk back over ``get_branch`` finds, also after the
+    leaf moves to another branch and after more entries (it remembers what it walked)."""
+    from pi_notebook.session import SessionManager
+    from pi_notebook.session.entries import CompactionEntry
+
+    def walked(manager: SessionManager) -> Any:
+        return next((e for e in reversed(manager.get_branch()) if isinstance(e, CompactionEntry)), None)
+
+    manager = SessionManager.in_memory()
+    first = manager.append_message(UserMessage(content="one"))
+    assert manager.latest_compaction() is None
+    manager.append_message(UserMessage(content="two"))
+    compaction_id = manager.append_compaction("summary", first, 100)
+    manager.append_message(UserMessage(content="three"))
+    found = manager.latest_compaction()
+    assert found is not None
+    assert found.id == compaction_id
+    assert found is walked(manager)
+    manager.branch(first)
+    manager.append_message(UserMessage(content="elsewhere"))
+    assert manager.latest_compaction() is None
+    assert walked(manager) is None
