@@ -189,7 +189,7 @@ def is_boundary(messages: Sequence[Any], index: int) -> bool:
 
 
 class _Entry:
-    __slots__ = ("chunks", "first", "flag", "items", "last_seen", "messages", "snapshots", "witness")
+    __slots__ = ("chunks", "first", "flag", "items", "last_seen", "messages", "snapshots", "state", "witness")
 
     def __init__(self, witness: Any, messages: Sequence[Any]) -> None:
         self.witness = witness  # an object the key's ids stand for, kept alive with the entry
@@ -203,6 +203,8 @@ class _Entry:
         self.items: list[Any] = []
         self.chunks: list[bytes] = []
         self.flag = False
+        self.state = 0
+        """What a numbering conversion has counted over the cached messages (``counted``)."""
 
 
 _entries: OrderedDict[Hashable, _Entry] = OrderedDict()
@@ -236,13 +238,18 @@ def cached_history(
     witness: Any,
     messages: Sequence[Any],
     convert: Callable[[Sequence[Any]], list[Any]],
+    *,
     flag: Callable[[Any], bool] | None = None,
+    counted: Callable[[Sequence[Any], int], tuple[list[Any], int]] | None = None,
 ) -> WireMessages:
     """``convert(messages)``, reusing the converted prefix of the last call with this ``key``
     (the wire shape: API, model, compat; the conversation is told apart by its first message).
     ``convert`` must convert any slice that starts at a boundary as it would in the whole.
     ``witness``: the object whose ``id`` the key holds (kept, so the id is not reused).
     ``flag``: a test whose ``any`` over the messages is kept too (``WireMessages.flag``).
+    ``counted(messages, start)``: instead of ``convert``, for a conversion that numbers what it
+    converts (``openai-responses``): it converts a slice numbered from ``start`` and returns the
+    number after it.
 
     A conversation seen for the first time, or whose cached turns changed, is converted whole
     and only remembered; the cache is built on the next request that brings the same messages
@@ -269,7 +276,10 @@ def cached_history(
         added = messages[start:cut]
         snapshots = [_snapshot(m) for m in added]
         if all(s is not None for s in snapshots):
-            items = convert(added)
+            if counted is None:
+                items = convert(added)
+            else:
+                items, entry.state = counted(added, entry.state)
             entry.messages.extend(added)
             entry.snapshots.extend(s for s in snapshots if s is not None)
             entry.items = entry.items + items
@@ -280,7 +290,7 @@ def cached_history(
     tail = messages[start:]
     _remember(full_key, entry)
     return WireMessages(
-        entry.items + convert(tail),
+        entry.items + (convert(tail) if counted is None else counted(tail, entry.state)[0]),
         entry.items,
         entry.chunks,
         entry.flag or (flag is not None and any(flag(m) for m in tail)),

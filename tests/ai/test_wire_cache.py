@@ -1,7 +1,7 @@
 """The wire cache (``ai/wire_cache.py``): a long conversation's earlier turns are converted and
 encoded once, and the bytes on the wire stay exactly those of converting everything again, also
 when a message that was cached is changed in place afterwards (the mutation hazard) or replaced.
-Over the loopback server, on the three wire APIs that use it, each body against the body of the
+Over the loopback server, on the four wire APIs, each body against the body of the
 same request without the cache."""
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from typing import Any
 import ai.anthropic_fixtures as anthropic
 import ai.google_fixtures as google
 import ai.openai_fixtures as openai
+import ai.openai_responses_fixtures as responses
 import pytest
 from loopback import LoopbackServer
 
@@ -67,8 +68,17 @@ def _google(text: str) -> list[Any]:
     return [google.chunk({"text": text}, finish="STOP", usage=google.USAGE)]
 
 
+def _responses(text: str) -> list[Any]:
+    return [
+        responses.created(),
+        *responses.message_item(0, "msg_1", text),
+        responses.completed(usage=responses.USAGE),
+    ]
+
+
 WIRES: dict[str, tuple[Callable[..., Model], str, Reply]] = {
     "openai-completions": (openai.make_model, openai.KEY, lambda text: openai.text_reply(text)),
+    "openai-responses": (responses.make_model, responses.KEY, _responses),
     "anthropic-messages": (anthropic.make_model, anthropic.KEY, _anthropic),
     "google-generative-ai": (google.make_model, google.KEY, _google),
 }

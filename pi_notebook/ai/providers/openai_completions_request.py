@@ -324,7 +324,7 @@ def convert_messages(
         return params + _convert_history(model, context.messages, compat)
     key = ("openai-completions", model.provider, model.id, tuple(model.input), model.reasoning, id(compat))
     history = cached_history(
-        key, compat, context.messages, lambda ms: _convert_history(model, ms, compat), _is_tool_history
+        key, compat, context.messages, lambda ms: _convert_history(model, ms, compat), flag=_is_tool_history
     )
     return history.with_head(params) if params else history
 
