@@ -5,8 +5,9 @@ and the API's message builder) and ``json.dumps`` of it cost tens of microsecond
 and request. Messages do not change once they have ended, so :func:`cached_history` keeps, per
 conversation and wire shape (the ``key``), the converted dicts and their JSON text up to the
 last **turn boundary** (a user message right after a finished text-only answer: every
-provider's conversion starts afresh there, so converting the history in pieces cut at
-boundaries gives the same dicts as converting it whole). The next request converts only what
+provider's conversion starts afresh there, except for a count ``openai-responses`` numbers its
+items by, which the cache carries; so converting the history in pieces cut at boundaries gives
+the same dicts as converting it whole). The next request converts only what
 follows; :func:`encode_body` splices the cached JSON text into the body, byte for byte what
 ``json.dumps(body, ensure_ascii=False)`` gives.
 
