@@ -19,6 +19,7 @@ import asyncio
 import contextlib
 import json
 import threading
+import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -52,6 +53,8 @@ class Recorded:
     path: str
     headers: dict[str, str]
     body: bytes
+    at: float = field(default_factory=time.monotonic)
+    """``time.monotonic()`` when the request had been read (for tests of waits between requests)."""
 
     @property
     def json(self) -> Any:

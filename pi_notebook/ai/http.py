@@ -34,6 +34,7 @@ import httpx
 from .abort import AbortError, AbortSignal, run_abortable
 from .options import StreamOptions
 from .redact import redact, redact_url, secret_header_values, url_secrets
+from .wire_cache import encode_body
 
 _clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, httpx.AsyncClient] = (
     weakref.WeakKeyDictionary()
@@ -327,7 +328,7 @@ async def open_stream(
     ``options.max_retries`` times with the server's ``retry-after`` (capped by
     ``options.max_retry_delay_ms``, 0 = no cap) or capped exponential backoff.
     """
-    payload = json.dumps(body, ensure_ascii=False).encode("utf-8")
+    payload = encode_body(body)
     max_retries = options.max_retries or 0
     cap_ms = 60_000 if options.max_retry_delay_ms is None else options.max_retry_delay_ms
     timeout = request_timeout(options)

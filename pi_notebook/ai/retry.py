@@ -6,6 +6,11 @@ subscription limits are not. :func:`retry_assistant_call` runs a call under a
 :class:`RetryPolicy` with exponential backoff (``base_delay_ms * 2**(attempt - 1)``); an
 abort during the backoff returns the last error re-labelled ``aborted``.
 
+One improvement on Pi, shared with the session's auto-retry: when the server said how long to
+wait (:func:`requested_delay_ms`, the ``Retry-After`` of the failed request, read from the
+message's ``failure`` record), the wait is at least that long; a server asking for more than
+``max_requested_delay_ms`` has hit a limit, and its error is returned without a retry.
+
 (HTTP-level retries of a single request live in :mod:`pi_notebook.ai.http`.)
 """
 
@@ -13,18 +18,21 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import math
 import re
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from .abort import AbortSignal
+from .failures import failure_of
 from .types import AssistantMessage
 
 __all__ = [
     "RetryCallbacks",
     "RetryPolicy",
     "is_retryable_assistant_error",
+    "requested_delay_ms",
     "retry_assistant_call",
     "sleep_unless_aborted",
 ]
@@ -117,7 +125,19 @@ class RetryPolicy:
     max_retries: int = 3
     """Retries after the first call (0 = none)."""
     base_delay_ms: int = 2000
-    """Delay before retry ``n`` is ``base_delay_ms * 2**(n - 1)``."""
+    """Delay before retry ``n`` is ``base_delay_ms * 2**(n - 1)``, or the server's ``Retry-After``
+    when that is longer."""
+    max_requested_delay_ms: int = 60_000
+    """A server asking for a longer wait has hit a limit: its error is returned, not retried."""
+
+
+def requested_delay_ms(message: Any) -> int | None:
+    """The wait the server asked for with the failed request, in milliseconds (``None``: it did
+    not say, or the message has no ``failure`` record)."""
+    failure = failure_of(message)
+    if failure is None or failure.retry_after_s is None:
+        return None
+    return math.ceil(failure.retry_after_s * 1000)
 
 
 @dataclass(frozen=True, slots=True)
@@ -187,6 +207,7 @@ async def retry_assistant_call(
     hooks = _callbacks(callbacks)
     max_attempts = policy.max_retries if policy is not None and policy.enabled else 0
     base_delay_ms = policy.base_delay_ms if policy is not None else 0
+    most_ms = policy.max_requested_delay_ms if policy is not None else 0
     attempt = 0
     retried = False
     while True:
@@ -199,14 +220,15 @@ async def retry_assistant_call(
             if retried:
                 await _call(hooks.on_retry_finished, True, attempt, None)
             return response
-        if attempt >= max_attempts or not is_retryable_assistant_error(response):
+        requested = requested_delay_ms(response) or 0
+        if attempt >= max_attempts or not is_retryable_assistant_error(response) or requested > most_ms:
             if retried:
                 await _call(hooks.on_retry_finished, False, attempt, response.error_message)
             return response
         attempt += 1
         retried = True
         error = response.error_message or "Unknown error"
-        delay_ms = base_delay_ms * 2 ** (attempt - 1)
+        delay_ms = max(base_delay_ms * 2 ** (attempt - 1), requested)
         await _call(hooks.on_retry_scheduled, attempt, max_attempts, delay_ms, error)
         if not await sleep_unless_aborted(delay_ms / 1000, signal):
             await _call(hooks.on_retry_finished, False, attempt, error)

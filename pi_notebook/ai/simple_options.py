@@ -11,8 +11,10 @@ everything after it; 4800 characters per image.
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import json
 import math
+import operator
 import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -110,20 +112,23 @@ def estimate_message_tokens(message: Any) -> int:
     return math.ceil(chars / CHARS_PER_TOKEN)
 
 
+_timestamp = operator.attrgetter("timestamp")
+
+
 def _last_usage(messages: Sequence[Any]) -> tuple[int, int] | None:
-    """(index, tokens) of the newest assistant usage that still describes its prefix."""
-    latest_prefix = -math.inf
-    found: tuple[int, int] | None = None
-    for index, message in enumerate(messages):
-        if message.role == "assistant":
-            # A message inserted before this response later (e.g. a compaction summary) has
-            # a newer timestamp: the response's usage no longer describes the prefix.
-            tokens = calculate_context_tokens(message.usage)
-            fresh = message.timestamp >= latest_prefix
-            if fresh and message.stop_reason not in ("aborted", "error") and tokens > 0:
-                found = (index, tokens)
-        latest_prefix = max(latest_prefix, message.timestamp)
-    return found
+    """(index, tokens) of the newest assistant usage that still describes its prefix: a message
+    inserted before the response later (e.g. a compaction summary) has a newer timestamp, and
+    then the response's usage no longer describes the prefix. Newest first, over the running
+    maximum of the timestamps (one pass in C), so a long transcript costs little."""
+    newest = list(itertools.accumulate(map(_timestamp, messages), max))
+    for index in range(len(messages) - 1, -1, -1):
+        message = messages[index]
+        if message.role != "assistant" or message.stop_reason in ("aborted", "error"):
+            continue
+        tokens = calculate_context_tokens(message.usage)
+        if tokens > 0 and (index == 0 or message.timestamp >= newest[index - 1]):
+            return (index, tokens)
+    return None
 
 
 def _tools_tokens(tools: Sequence[Any] | None) -> int:

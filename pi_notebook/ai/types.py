@@ -186,9 +186,9 @@ class ToolResultMessage(PiModel):
 
 
 def _message_role(value: Any) -> str:
-    if isinstance(value, dict):
-        return str(value.get("role", ""))
-    return str(getattr(value, "role", ""))
+    # runs for every message each time a Context is built: keep it to one lookup
+    role = value.get("role", "") if isinstance(value, dict) else getattr(value, "role", "")
+    return role if type(role) is str else str(role)
 
 
 Message: TypeAlias = Annotated[

@@ -93,13 +93,6 @@ def iso_to_ms(stamp: str) -> int:
     return int(datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp() * 1000)
 
 
-def latest_compaction(path: list[Any]) -> CompactionEntry | None:
-    for entry in reversed(path):
-        if isinstance(entry, CompactionEntry):
-            return entry
-    return None
-
-
 @dataclass
 class Compactor:
     """The compaction half of one ``AgentSession`` (it owns the abort controllers)."""
@@ -154,7 +147,7 @@ class Compactor:
         model = self.agent.state.model
         window = model.context_window or 0
         same_model = message.provider == model.provider and message.model == model.id
-        latest = self.manager.latest_on_branch(CompactionEntry)
+        latest = self.manager.latest_compaction()
         if latest is not None and message.timestamp <= iso_to_ms(latest.timestamp):
             return False
         if same_model and is_context_overflow(message, window):

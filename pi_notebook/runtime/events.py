@@ -237,7 +237,10 @@ def summary_retry(
     """The retry of a summary request under the session's retry settings (as Pi's), and the
     callbacks that report it as ``summarization_retry_*`` events."""
     policy = RetryPolicy(
-        enabled=settings.enabled, max_retries=settings.max_retries, base_delay_ms=settings.base_delay_ms
+        enabled=settings.enabled,
+        max_retries=settings.max_retries,
+        base_delay_ms=settings.base_delay_ms,
+        max_requested_delay_ms=settings.max_requested_delay_ms,
     )
     callbacks = RetryCallbacks(
         on_retry_scheduled=lambda a, m, d, e: emit(SummarizationRetryScheduledEvent(a, m, d, e)),

@@ -16,15 +16,13 @@ hit a limit and its error stands.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from ..agent import Agent
 from ..ai.abort import AbortController
-from ..ai.failures import failure_of
 from ..ai.overflow import is_context_overflow
-from ..ai.retry import is_retryable_assistant_error, sleep_unless_aborted
+from ..ai.retry import is_retryable_assistant_error, requested_delay_ms, sleep_unless_aborted
 from ..ai.types import Model
 from .events import AgentSessionEvent, AutoRetryEndEvent, AutoRetryStartEvent
 from .settings import RetrySettings
@@ -37,14 +35,6 @@ def is_retryable(message: Any, model: Model) -> bool:
     if is_context_overflow(message, model.context_window or 0):
         return False
     return is_retryable_assistant_error(message)
-
-
-def requested_delay_ms(message: Any) -> int | None:
-    """The wait the server asked for with the failed request, in milliseconds."""
-    failure = failure_of(message)
-    if failure is None or failure.retry_after_s is None:
-        return None
-    return math.ceil(failure.retry_after_s * 1000)
 
 
 class AutoRetry:

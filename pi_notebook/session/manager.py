@@ -17,7 +17,7 @@ import re
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any
 
 from ..ai.text import js_trim
 from ..ai.types import Usage
@@ -63,8 +63,6 @@ from .storage import (
 _SUMMARY_ROLES = ("branchSummary", "compactionSummary")
 
 
-_Entry = TypeVar("_Entry", bound=SessionEntry)
-
 class SessionFormatWarning(UserWarning):
     """A session file had lines this reader skipped or did not understand."""
 
@@ -100,6 +98,7 @@ class SessionManager:
         self._header = SessionHeader(id="-", timestamp=iso_now())
         self._entries: list[SessionEntry] = []
         self._by_id: dict[str, SessionEntry] = {}
+        self._compaction_at: dict[str, CompactionEntry | None] = {}
         self._labels: dict[str, str] = {}
         self._label_times: dict[str, str] = {}
         self._leaf_id: str | None = None
@@ -256,6 +255,7 @@ class SessionManager:
 
     def _build_index(self) -> None:
         self._by_id = {}
+        self._compaction_at = {}
         self._labels = {}
         self._label_times = {}
         self._leaf_id = None
@@ -449,17 +449,29 @@ class SessionManager:
         path.reverse()
         return path
 
-    def latest_on_branch(self, kind: type[_Entry]) -> _Entry | None:
-        """The entry of type ``kind`` nearest the leaf on the current branch, else ``None``
-        (walks the parents; no path is built)."""
-        current = self._by_id.get(self._leaf_id) if self._leaf_id else None
-        steps = len(self._by_id)
-        while current is not None and steps >= 0:  # a parent cycle cannot loop forever
-            if isinstance(current, kind):
-                return current
+    def latest_compaction(self, from_id: str | None = None) -> CompactionEntry | None:
+        """The newest compaction on the branch to ``from_id`` (the leaf by default), as a walk
+        back over :meth:`get_branch` finds it; remembered per entry (an entry's parent never
+        changes), so each check after an answer costs the entries added since the last."""
+        start = from_id or self._leaf_id
+        current = self._by_id.get(start) if start else None
+        walked: list[str] = []
+        found: CompactionEntry | None = None
+        while current is not None and len(walked) <= len(self._by_id):
+            if current.id in self._compaction_at:
+                found = self._compaction_at[current.id]
+                break
+            walked.append(current.id)
+            if isinstance(current, CompactionEntry):
+                found = current
+                break
             current = self._by_id.get(current.parent_id) if current.parent_id else None
-            steps -= 1
-        return None
+        else:
+            if current is not None:  # a cycle in a damaged file: answer, remember nothing
+                return found
+        for entry_id in walked:
+            self._compaction_at[entry_id] = found
+        return found
 
     def build_context_entries(self) -> list[SessionEntry]:
         return build_context_entries(self._entries, self._leaf_id, self._by_id)

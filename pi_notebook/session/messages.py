@@ -8,7 +8,8 @@ drop them.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import weakref
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from ..ai.types import LlmMessage, TextContent, UserMessage
@@ -51,25 +52,75 @@ def _user_text(text: str, timestamp: int) -> UserMessage:
     return UserMessage(content=[TextContent(text=text)], timestamp=timestamp)
 
 
+_LLM_ROLES = frozenset({"user", "assistant", "toolResult"})
+
+
 def convert_to_llm(messages: Sequence[Any]) -> list[LlmMessage]:
-    """Session messages to the three LLM roles (unknown roles are dropped)."""
+    """Session messages to the three LLM roles (unknown roles are dropped). The user message
+    made for a session message is made once and reused while that message is unchanged, so
+    the provider's wire cache recognises it on the next request."""
+    if _LLM_ROLES.issuperset([getattr(m, "role", None) for m in messages]):
+        return list(messages)  # the usual transcript, passed through in one pass
     out: list[LlmMessage] = []
     for m in messages:
         role = getattr(m, "role", None)
-        if role in ("user", "assistant", "toolResult"):
+        if role in _LLM_ROLES:
             out.append(m)
-        elif role == "bashExecution":
-            if not m.exclude_from_context:
-                out.append(_user_text(bash_execution_to_text(m), m.timestamp))
-        elif role == "custom":
-            content = [TextContent(text=m.content)] if isinstance(m.content, str) else list(m.content)
-            out.append(UserMessage(content=content, timestamp=m.timestamp))
-        elif role == "branchSummary":
-            out.append(_user_text(BRANCH_SUMMARY_PREFIX + m.summary + BRANCH_SUMMARY_SUFFIX, m.timestamp))
-        elif role == "compactionSummary":
-            text = COMPACTION_SUMMARY_PREFIX + m.summary + COMPACTION_SUMMARY_SUFFIX
-            out.append(_user_text(text, m.timestamp))
+        elif role in _MAKERS and not (role == "bashExecution" and m.exclude_from_context):
+            out.append(_derived(m, _MAKERS[role]))
     return out
+
+
+def _from_bash(m: Any) -> UserMessage:
+    return _user_text(bash_execution_to_text(m), m.timestamp)
+
+
+def _from_custom(m: Any) -> UserMessage:
+    content = [TextContent(text=m.content)] if isinstance(m.content, str) else list(m.content)
+    return UserMessage(content=content, timestamp=m.timestamp)
+
+
+def _from_branch_summary(m: Any) -> UserMessage:
+    return _user_text(BRANCH_SUMMARY_PREFIX + m.summary + BRANCH_SUMMARY_SUFFIX, m.timestamp)
+
+
+def _from_compaction_summary(m: Any) -> UserMessage:
+    return _user_text(COMPACTION_SUMMARY_PREFIX + m.summary + COMPACTION_SUMMARY_SUFFIX, m.timestamp)
+
+
+_MAKERS: dict[str, Callable[[Any], UserMessage]] = {
+    "bashExecution": _from_bash,
+    "custom": _from_custom,
+    "branchSummary": _from_branch_summary,
+    "compactionSummary": _from_compaction_summary,
+}
+
+_made: dict[int, tuple[weakref.ref[Any], dict[str, Any], tuple[Any, ...] | None, UserMessage]] = {}
+
+
+def _derived(m: Any, make: Callable[[Any], UserMessage]) -> UserMessage:
+    """``make(m)``, remembered while ``m`` lives and its fields (and content list) are the same
+    objects; a message changed in place is made again."""
+    key = id(m)
+    fields = getattr(m, "__dict__", None)
+    if fields is None:
+        return make(m)
+    content = getattr(m, "content", None)
+    items = tuple(content) if isinstance(content, list) else None
+    hit = _made.get(key)
+    if hit is not None and hit[0]() is m and fields == hit[1] and items == hit[2]:
+        return hit[3]
+    made = make(m)
+
+    def forget(_gone: weakref.ref[Any]) -> None:
+        _made.pop(key, None)
+
+    try:
+        ref = weakref.ref(m, forget)
+    except TypeError:  # not weakly referenceable: not remembered
+        return made
+    _made[key] = (ref, dict(fields), items, made)
+    return made
 
 
 def entry_to_context_messages(entry: SessionEntry) -> list[Any]:

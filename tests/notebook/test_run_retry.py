@@ -454,3 +454,16 @@ def test_running_the_cell_again_after_a_failure_sends_the_prompt_once(
     assert [m.role for m in path if m is not None] == ["user", "assistant"]
     prompts = [e for e in manager.get_entries() if getattr(getattr(e, "message", None), "role", "") == "user"]
     assert len(prompts) == 2
+
+
+def test_a_429_with_retry_after_waits_what_the_server_asked(ip: Any, server: LoopbackServer) -> None:
+    """The server's ``Retry-After: 1`` is longer than the backoff (0.01 s here): the next request
+    goes out at least a second after the failed one, whichever layer retries it."""
+    configure(ip)
+    limited = {"error": {"message": "Rate limit reached for requests."}}
+    server.queue(json_reply(429, limited, {"retry-after": "1"}))
+    server.queue_sse(chat_reply("All good."))
+    pi(ip, LOCAL, "hello?")
+    assert ip.user_ns["_pi"].text == "All good."
+    first, second = chat_requests(server)
+    assert second.at - first.at >= 1.0

@@ -126,3 +126,49 @@ def test_entry_types_become_context_messages_and_llm_messages() -> None:
     assert summary.content[0].text == COMPACTION_SUMMARY_PREFIX + "sum\n</summary>"  # type: ignore[union-attr]
     branch = convert_to_llm(messages)[2]
     assert branch.content[0].text.endswith("<summary>\nexplored</summary>")  # type: ignore[union-attr]
+
+
+def test_a_session_message_becomes_the_same_user_message_until_it_changes() -> None:
+    """The provider's wire cache knows a converted message by identity: the user message made
+    for a summary or a custom message is reused while the source is unchanged, and made again
+    when it was changed in place."""
+    from pi_notebook.ai.types import TextContent
+    from pi_notebook.session.entries import CompactionSummaryMessage, CustomMessage
+
+    summary = CompactionSummaryMessage(summary="before", tokens_before=10, timestamp=1)
+    custom = CustomMessage(custom_type="note", content=[TextContent(text="a")], display=True, timestamp=2)
+    first = convert_to_llm([summary, custom])
+    again = convert_to_llm([summary, custom])
+    assert first[0] is again[0]
+    assert first[1] is again[1]
+    summary.summary = "after"
+    custom.content.append(TextContent(text="b"))
+    changed = convert_to_llm([summary, custom])
+    assert changed[0] is not first[0]
+    assert "after" in changed[0].content[0].text  # type: ignore[union-attr]
+    assert [b.text for b in changed[1].content] == ["a", "b"]  # type: ignore[union-attr]
+
+
+def test_the_latest_compaction_is_the_one_on_the_current_branch() -> None:
+    """``latest_compaction`` finds what a walk back over ``get_branch`` finds, also after the
+    leaf moves to another branch and after more entries (it remembers what it walked)."""
+    from pi_notebook.session import SessionManager
+    from pi_notebook.session.entries import CompactionEntry
+
+    def walked(manager: SessionManager) -> Any:
+        return next((e for e in reversed(manager.get_branch()) if isinstance(e, CompactionEntry)), None)
+
+    manager = SessionManager.in_memory()
+    first = manager.append_message(UserMessage(content="one"))
+    assert manager.latest_compaction() is None
+    manager.append_message(UserMessage(content="two"))
+    compaction_id = manager.append_compaction("summary", first, 100)
+    manager.append_message(UserMessage(content="three"))
+    found = manager.latest_compaction()
+    assert found is not None
+    assert found.id == compaction_id
+    assert found is walked(manager)
+    manager.branch(first)
+    manager.append_message(UserMessage(content="elsewhere"))
+    assert manager.latest_compaction() is None
+    assert walked(manager) is None

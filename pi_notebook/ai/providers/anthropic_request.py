@@ -9,6 +9,7 @@ payload is built once per request and handed to ``httpx`` as is.
 
 from __future__ import annotations
 
+import copy
 import os
 import re
 from collections.abc import Sequence
@@ -30,6 +31,7 @@ from ..types import (
     ToolResultMessage,
     UserMessage,
 )
+from ..wire_cache import cached_history
 from .anthropic_options import AnthropicOptions
 
 API_VERSION = "2023-06-01"
@@ -146,10 +148,9 @@ def normalize_tool_call_id(tool_call_id: str, model: Model, source: AssistantMes
 def build_params(model: Model, context: Context, options: AnthropicOptions) -> dict[str, Any]:
     compat = get_compat(model)
     cache_control = cache_control_for(model, resolve_cache_retention(options))
-    history = transform_messages(list(context.messages), model, normalize_tool_call_id)
     params: dict[str, Any] = {
         "model": model.id,
-        "messages": convert_messages(history, cache_control, compat.allow_empty_signature),
+        "messages": _messages(model, context, cache_control, compat, options.on_payload is None),
         "max_tokens": options.max_tokens if options.max_tokens is not None else model.max_tokens,
         "stream": True,
     }
@@ -173,6 +174,27 @@ def build_params(model: Model, context: Context, options: AnthropicOptions) -> d
         choice = options.tool_choice
         params["tool_choice"] = {"type": choice} if isinstance(choice, str) else choice
     return params
+
+
+def _messages(
+    model: Model, context: Context, cache_control: dict[str, str] | None, compat: Compat, cache: bool
+) -> list[dict[str, Any]]:
+    """The converted history; with ``cache``, the earlier turns from the wire cache (the caller
+    hands the body to no user code), the last user block marked on a copy of its own."""
+
+    def convert(messages: Sequence[Any], marker: dict[str, str] | None = None) -> list[dict[str, Any]]:
+        history = transform_messages(list(messages), model, normalize_tool_call_id)
+        return convert_messages(history, marker, compat.allow_empty_signature)
+
+    if not cache:
+        return convert(context.messages, cache_control)
+    key = ("anthropic-messages", model.provider, model.api, model.id, tuple(model.input), compat)
+    out = cached_history(key, None, context.messages, convert)
+    if cache_control and out and out[-1]["role"] == "user":
+        if len(out) == out.head + len(out.prefix_items):  # the last one is cached: never mark it
+            out[-1] = copy.deepcopy(out[-1])
+        _mark_last_block(out[-1], cache_control)
+    return out
 
 
 def _apply_thinking(params: dict[str, Any], model: Model, options: AnthropicOptions, compat: Compat) -> None:

@@ -102,6 +102,7 @@ async def _run(run: ProviderRun, context: Context, options: GoogleOptions) -> No
         max_tokens=options.max_tokens,
         tool_choice=options.tool_choice,
         thinking=_thinking(options.thinking),
+        cache=options.on_payload is None,
     )
     # What the genai SDK sends: Gemini streams SSE for ``alt=sse`` whatever ``accept`` says.
     base_headers = {"content-type": "application/json", "accept": "*/*"}
@@ -111,6 +112,11 @@ async def _run(run: ProviderRun, context: Context, options: GoogleOptions) -> No
     try:
         response = await run.send(stream_url(model), headers, body)
     except ProviderError as exc:
+        failure = run.output.failure
+        if failure is not None and failure.retry_after_s is None:
+            # Gemini says how long to wait in the error body (RetryInfo), not in a header.
+            wait = retry_delay_in_body(exc.body)
+            run.output.failure = dataclasses.replace(failure, retry_after_s=wait)
         raise StreamError(format_http_error(exc)) from exc
     parser = _GeminiParser(run)
     try:
@@ -132,6 +138,21 @@ stream_simple = PROVIDER.stream_simple
 
 def _dumps(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def retry_delay_in_body(body: str | None) -> float | None:
+    """The ``retryDelay`` (``"37s"``, ``"1.5s"``) of a ``google.rpc.RetryInfo`` in the error's
+    ``details``, in seconds; ``None`` when there is none."""
+    if not body or "RetryInfo" not in body:
+        return None
+    try:
+        details = json.loads(body)["error"]["details"]
+        for detail in details:
+            if str(detail.get("@type", "")).endswith("google.rpc.RetryInfo"):
+                return max(0.0, float(str(detail["retryDelay"]).removesuffix("s")))
+    except (ValueError, KeyError, TypeError, AttributeError):
+        pass
+    return None
 
 
 def format_http_error(exc: ProviderError) -> str:

@@ -11,6 +11,7 @@ function responses of a turn share one user turn; Gemini 3 takes tool-result ima
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from typing import Any, Literal
 
 from ..text import sanitize_surrogates
@@ -24,6 +25,7 @@ from ..types import (
     Tool,
     ToolResultMessage,
 )
+from ..wire_cache import cached_history
 from .google_options import GoogleThinking, GoogleThinkingLevel
 
 DEFAULT_BASE_URL = "https://generativelanguage.googleapis.com/v1beta"
@@ -147,15 +149,24 @@ def _inline(image: ImageContent) -> dict[str, Any]:
     return {"inlineData": {"mimeType": image.mime_type, "data": image.data}}
 
 
-def convert_messages(model: Model, context: Context) -> list[dict[str, Any]]:
-    """Gemini ``contents``: roles ``user``/``model``, function responses merged per turn."""
+def convert_messages(model: Model, context: Context, cache: bool = False) -> list[dict[str, Any]]:
+    """Gemini ``contents``: roles ``user``/``model``, function responses merged per turn. With
+    ``cache``, the earlier turns come from the wire cache (shared with later requests: the
+    caller must not change them or hand them to user code)."""
+    if not cache:
+        return _convert(model, context.messages)
+    key = ("google-generative-ai", model.provider, model.api, model.id, tuple(model.input))
+    return cached_history(key, None, context.messages, lambda messages: _convert(model, messages))
+
+
+def _convert(model: Model, messages: Sequence[Any]) -> list[dict[str, Any]]:
     contents: list[dict[str, Any]] = []
     needs_id = requires_tool_call_id(model.id)
 
     def normalize(tool_call_id: str, _target: Model, _source: AssistantMessage) -> str:
         return _ID_UNSAFE.sub("_", tool_call_id)[:64] if needs_id else tool_call_id
 
-    for msg in transform_messages(context.messages, model, normalize):
+    for msg in transform_messages(messages, model, normalize):
         if msg.role == "user":
             if isinstance(msg.content, str):
                 contents.append({"role": "user", "parts": [{"text": sanitize_surrogates(msg.content)}]})
@@ -270,9 +281,11 @@ def build_body(
     max_tokens: int | None,
     tool_choice: str | None,
     thinking: GoogleThinking | None,
+    cache: bool = False,
 ) -> dict[str, Any]:
-    """The ``GenerateContentRequest`` (keys in a stable order: it is what ``on_payload`` sees)."""
-    body: dict[str, Any] = {"contents": convert_messages(model, context)}
+    """The ``GenerateContentRequest`` (keys in a stable order: it is what ``on_payload`` sees;
+    ``cache``: no user code will, see :func:`convert_messages`)."""
+    body: dict[str, Any] = {"contents": convert_messages(model, context, cache)}
     if context.system_prompt:
         # The genai SDK turns Pi's string into a Content with role "user"; Gemini accepts both.
         body["systemInstruction"] = {

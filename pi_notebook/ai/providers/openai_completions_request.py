@@ -13,7 +13,7 @@ import dataclasses
 import json
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -31,6 +31,7 @@ from ..types import (
     ToolCall,
     ToolResultMessage,
 )
+from ..wire_cache import WireMessages, cached_history
 from .openai_completions_options import OpenAICompletionsOptions
 
 # Servers that run on the user's machine; they take ``max_tokens``, no ``store``, no developer role.
@@ -309,17 +310,32 @@ def _tool_result(msg: ToolResultMessage, compat: Compat) -> dict[str, Any]:
     return out
 
 
-def convert_messages(model: Model, context: Context, compat: Compat) -> list[dict[str, Any]]:
-    """Pi's ``convertMessages``: the transformed history as Chat Completions messages."""
-    history = transform_messages(
-        context.messages,
-        model,
-        lambda tool_call_id, _m, _src: normalize_tool_call_id(tool_call_id, model, compat),
-    )
+def convert_messages(
+    model: Model, context: Context, compat: Compat, cache: bool = False
+) -> list[dict[str, Any]]:
+    """Pi's ``convertMessages``: the transformed history as Chat Completions messages. With
+    ``cache``, the earlier turns' dicts come from :func:`.wire_cache.cached_history` (shared
+    with later requests: the caller must not change them or hand them to user code)."""
     params: list[dict[str, Any]] = []
     if context.system_prompt:
         role = "developer" if model.reasoning and compat.supports_developer_role else "system"
         params.append({"role": role, "content": sanitize_surrogates(context.system_prompt)})
+    if not cache:
+        return params + _convert_history(model, context.messages, compat)
+    key = ("openai-completions", model.provider, model.id, tuple(model.input), model.reasoning, id(compat))
+    history = cached_history(
+        key, compat, context.messages, lambda ms: _convert_history(model, ms, compat), flag=_is_tool_history
+    )
+    return history.with_head(params) if params else history
+
+
+def _convert_history(model: Model, messages: Sequence[Any], compat: Compat) -> list[dict[str, Any]]:
+    history = transform_messages(
+        messages,
+        model,
+        lambda tool_call_id, _m, _src: normalize_tool_call_id(tool_call_id, model, compat),
+    )
+    params: list[dict[str, Any]] = []
     last_role: str | None = None
     i = 0
     while i < len(history):
@@ -381,11 +397,14 @@ def convert_tools(tools: list[Tool], compat: Compat) -> list[dict[str, Any]]:
     return out
 
 
-def _has_tool_history(context: Context) -> bool:
-    return any(
-        m.role == "toolResult" or (m.role == "assistant" and any(b.type == "toolCall" for b in m.content))
-        for m in context.messages
-    )
+def _is_tool_history(m: Any) -> bool:
+    return m.role == "toolResult" or (m.role == "assistant" and any(b.type == "toolCall" for b in m.content))
+
+
+def _has_tool_history(context: Context, messages: list[dict[str, Any]]) -> bool:
+    if isinstance(messages, WireMessages):
+        return messages.flag
+    return any(_is_tool_history(m) for m in context.messages)
 
 
 def resolve_cache_retention(options: OpenAICompletionsOptions) -> str:
@@ -527,9 +546,11 @@ def apply_reasoning(params: dict[str, Any], model: Model, effort: str | None, co
 def build_params(
     model: Model, context: Context, options: OpenAICompletionsOptions, compat: Compat
 ) -> dict[str, Any]:
-    """The complete request body (before ``on_payload``)."""
+    """The complete request body (before ``on_payload``). Its earlier turns come from the wire
+    cache unless ``on_payload`` will see the body or cache markers will be written into it."""
     retention = resolve_cache_retention(options)
-    messages = convert_messages(model, context, compat)
+    cache = options.on_payload is None and compat.cache_control_format != "anthropic"
+    messages = convert_messages(model, context, compat, cache)
     params: dict[str, Any] = {"model": model.id, "messages": messages, "stream": True}
     long_cache = retention == "long" and compat.supports_long_cache_retention
     if options.session_id and ((("api.openai.com" in model.base_url) and retention != "none") or long_cache):
@@ -548,7 +569,7 @@ def build_params(
         params["tools"] = convert_tools(context.tools, compat)
         if compat.zai_tool_stream:
             params["tool_stream"] = True
-    elif _has_tool_history(context):
+    elif _has_tool_history(context, messages):
         params["tools"] = []  # proxies (LiteLLM -> Anthropic) reject tool history without a tools field
     if compat.cache_control_format == "anthropic" and retention != "none":
         marker = {"type": "ephemeral", **({"ttl": "1h"} if long_cache else {})}

@@ -13,12 +13,13 @@ import contextlib
 import json
 import os
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from ..text import sanitize_surrogates, short_hash
 from ..transform import transform_messages
 from ..types import AssistantMessage, Context, ImageContent, Model, TextContent, Tool
+from ..wire_cache import cached_history
 from .openai_responses_options import OpenAIResponsesOptions
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
@@ -91,9 +92,14 @@ def parse_text_signature(signature: str | None) -> tuple[str, str | None] | None
 
 
 def convert_messages(
-    model: Model, context: Context, allowed_providers: frozenset[str] = OPENAI_TOOL_CALL_PROVIDERS
+    model: Model,
+    context: Context,
+    allowed_providers: frozenset[str] = OPENAI_TOOL_CALL_PROVIDERS,
+    cache: bool = False,
 ) -> list[dict[str, Any]]:
-    """The ``input`` array: system prompt, then every message of the transformed history."""
+    """The ``input`` array: system prompt, then every message of the transformed history. With
+    ``cache``, the earlier turns come from the wire cache (shared with later requests: the
+    caller must not change them or hand them to user code)."""
     items: list[dict[str, Any]] = []
     if context.system_prompt:
         compat = model.compat or {}
@@ -102,8 +108,24 @@ def convert_messages(
         )
         items.append({"role": role, "content": sanitize_surrogates(context.system_prompt)})
     normalizer = make_tool_call_id_normalizer(model, allowed_providers)
-    msg_index = 0
-    for msg in transform_messages(context.messages, model, normalizer):
+
+    def counted(messages: Sequence[Any], start: int) -> tuple[list[dict[str, Any]], int]:
+        return _convert_history(model, messages, normalizer, start)
+
+    if not cache:
+        return items + counted(context.messages, 0)[0]
+    key = ("openai-responses", model.provider, model.api, model.id, tuple(model.input), allowed_providers)
+    history = cached_history(key, None, context.messages, lambda ms: counted(ms, 0)[0], counted=counted)
+    return history.with_head(items) if items else history
+
+
+def _convert_history(
+    model: Model, messages: Sequence[Any], normalizer: Any, msg_index: int
+) -> tuple[list[dict[str, Any]], int]:
+    """The items of ``messages``, numbered from ``msg_index`` (Pi counts the messages that
+    give items), and the number after them."""
+    items: list[dict[str, Any]] = []
+    for msg in transform_messages(messages, model, normalizer):
         if msg.role == "user":
             content = _user_content(msg.content)
             if not content:
@@ -123,7 +145,7 @@ def convert_messages(
                 }
             )
         msg_index += 1
-    return items
+    return items, msg_index
 
 
 def _image_item(image: ImageContent) -> dict[str, Any]:
@@ -249,7 +271,12 @@ def build_params(model: Model, context: Context, options: OpenAIResponsesOptions
     """The request body, keys in Pi's order (it is what ``on_payload`` sees)."""
     compat = model.compat or {}
     retention = resolve_cache_retention(options)
-    params: dict[str, Any] = {"model": model.id, "input": convert_messages(model, context), "stream": True}
+    cache = options.on_payload is None
+    params: dict[str, Any] = {
+        "model": model.id,
+        "input": convert_messages(model, context, cache=cache),
+        "stream": True,
+    }
     if retention != "none" and options.session_id is not None:
         params["prompt_cache_key"] = options.session_id[:PROMPT_CACHE_KEY_MAX_CHARS]
     if retention == "long" and compat.get("supportsLongCacheRetention", True) is not False:
