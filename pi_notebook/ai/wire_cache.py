@@ -234,6 +234,31 @@ def _came_back(entry: _Entry, messages: Sequence[Any]) -> bool:
     return seen is not None and len(messages) >= len(seen) and all(map(operator.is_, seen, messages))
 
 
+def _extend(
+    entry: _Entry,
+    added: Sequence[Any],
+    convert: Callable[[Sequence[Any]], list[Any]],
+    flag: Callable[[Any], bool] | None,
+    counted: Callable[[Sequence[Any], int], tuple[list[Any], int]] | None,
+) -> bool:
+    """Convert ``added`` (whole turns) onto the cached prefix; ``False`` (nothing cached) when a
+    message of them cannot be snapshotted."""
+    snapshots = [_snapshot(m) for m in added]
+    if any(s is None for s in snapshots):
+        return False
+    if counted is None:
+        items = convert(added)
+    else:
+        items, entry.state = counted(added, entry.state)
+    entry.messages.extend(added)
+    entry.snapshots.extend(s for s in snapshots if s is not None)
+    entry.items = entry.items + items
+    if items:  # new lists: a WireMessages handed out earlier keeps what it had
+        entry.chunks = [*entry.chunks, b", ".join(_dumps(item) for item in items)]
+    entry.flag = entry.flag or (flag is not None and any(flag(m) for m in added))
+    return True
+
+
 def cached_history(
     key: Hashable,
     witness: Any,
@@ -273,21 +298,8 @@ def cached_history(
     cut = _last_boundary(messages, start)
     if not (_self_contained(messages[start:cut]) and _self_contained(messages[cut:])):
         return _uncached(messages, convert, flag)
-    if cut > start:
-        added = messages[start:cut]
-        snapshots = [_snapshot(m) for m in added]
-        if all(s is not None for s in snapshots):
-            if counted is None:
-                items = convert(added)
-            else:
-                items, entry.state = counted(added, entry.state)
-            entry.messages.extend(added)
-            entry.snapshots.extend(s for s in snapshots if s is not None)
-            entry.items = entry.items + items
-            if items:  # new lists: a WireMessages handed out earlier keeps what it had
-                entry.chunks = [*entry.chunks, b", ".join(_dumps(item) for item in items)]
-            entry.flag = entry.flag or (flag is not None and any(flag(m) for m in added))
-            start = cut
+    if cut > start and _extend(entry, messages[start:cut], convert, flag, counted):
+        start = cut
     tail = messages[start:]
     _remember(full_key, entry)
     return WireMessages(
