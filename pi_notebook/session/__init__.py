@@ -81,6 +81,7 @@ from .storage import (
     redact_strings,
 )
 from .summary_text import serialize_conversation
+from .writer import SessionWriteWarning, WriteNotice
 
 __all__ = [
     "CURRENT_SESSION_VERSION",
@@ -118,9 +119,11 @@ __all__ = [
     "SessionMessage",
     "SessionRecorder",
     "SessionTreeNode",
+    "SessionWriteWarning",
     "SummaryRequest",
     "ThinkingLevelChangeEntry",
     "UnknownEntry",
+    "WriteNotice",
     "bash_execution_to_text",
     "branch_with_generated_summary",
     "build_context_entries",

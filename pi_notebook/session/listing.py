@@ -39,7 +39,8 @@ def _text_of(content: Any) -> str:
         return content
     if not isinstance(content, list):
         return ""
-    return " ".join(b.get("text", "") for b in content if isinstance(b, dict) and b.get("type") == "text")
+    texts = (b.get("text") for b in content if isinstance(b, dict) and b.get("type") == "text")
+    return " ".join(t for t in texts if isinstance(t, str))
 
 
 def _activity_ms(entry: dict[str, Any], message: dict[str, Any]) -> int | None:
@@ -64,7 +65,7 @@ def _rows(path: str) -> list[dict[str, Any]]:
                 continue
             try:
                 value = json.loads(raw)
-            except ValueError:
+            except (ValueError, RecursionError):  # bad bytes, torn or too deep: not counted
                 continue
             if isinstance(value, dict):
                 rows.append(value)

@@ -8,6 +8,9 @@ Persistence follows Pi: nothing is written until the session holds an assistant 
 (sessions that never got a reply leave no file); then the header and all entries are written
 at once, and every later entry is appended as one fsynced line. An optional ``redact`` hook
 sees each entry's JSON object before it is written (the in-memory entries keep the original).
+Unlike Pi, a write that fails never raises and never loses an entry (:mod:`.writer`: the
+entries wait in memory and the failure is told once), and the session folder is created by
+the first write, not by the constructor.
 """
 
 from __future__ import annotations
@@ -15,7 +18,7 @@ from __future__ import annotations
 import os
 import re
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -45,7 +48,6 @@ from .entries import (
 from .storage import (
     Redactor,
     SessionError,
-    append_lines,
     apply_redactor,
     assert_valid_session_id,
     create_file,
@@ -56,9 +58,10 @@ from .storage import (
     load_session_file,
     read_header,
     resolve_path,
-    rewrite_file,
     session_file_name,
+    with_parent,
 )
+from .writer import SessionWriter, WriteNotice
 
 _SUMMARY_ROLES = ("branchSummary", "compactionSummary")
 
@@ -101,12 +104,10 @@ class SessionManager:
         self._labels: dict[str, str] = {}
         self._label_times: dict[str, str] = {}
         self._leaf_id: str | None = None
-        self._flushed = False
         self._has_assistant = False
+        self._writer = SessionWriter(self._lines, self._merge_foreign)
         self.problems: list[str] = []
-        """What the last load skipped or did not understand, one line each."""
-        if persist and self._session_dir:
-            os.makedirs(self._session_dir, exist_ok=True)
+        """What the last load skipped, did not understand or repaired, one line each."""
         if session_file:
             self._set_session_file(session_file)
         else:
@@ -125,7 +126,7 @@ class SessionManager:
         redact: Redactor | None = None,
     ) -> SessionManager:
         """A new session of ``cwd`` (in Pi's default directory unless ``session_dir``)."""
-        directory = expand_path(session_dir) if session_dir else default_session_dir(cwd)
+        directory = expand_path(session_dir) if session_dir else default_session_dir(cwd, create=False)
         return cls(
             cwd, directory, None, True, session_id=session_id, parent_session=parent_session, redact=redact
         )
@@ -155,7 +156,7 @@ class SessionManager:
         """The most recently modified session of ``cwd``, or a new one."""
         from .listing import find_most_recent_session
 
-        directory = expand_path(session_dir) if session_dir else default_session_dir(cwd)
+        directory = expand_path(session_dir) if session_dir else default_session_dir(cwd, create=False)
         filter_cwd = session_dir is not None and directory != default_session_dir(cwd, create=False)
         recent = find_most_recent_session(directory, cwd if filter_cwd else None)
         return cls(cwd, directory, recent, True, redact=redact)
@@ -205,13 +206,12 @@ class SessionManager:
 
     def _set_session_file(self, session_file: str) -> None:
         path = resolve_path(session_file)
-        self._session_file = path
-        if not os.path.exists(path):
+        if not os.path.lexists(path):
             self.new_session()
             self._session_file = path
+            self._writer.reset(path, flushed=False)
             return
-        loaded = load_session_file(path)
-        self.problems = loaded.problems
+        loaded = load_session_file(path)  # a folder, a loop, no permission: SessionError
         if loaded.header is None:
             if file_size(path) > 0:
                 raise SessionError(
@@ -220,17 +220,49 @@ class SessionManager:
                 )
             self.new_session()
             self._session_file = path
+            self._writer.reset(path, flushed=True)
             self._rewrite()
-            self._flushed = True
             return
+        self._session_file = path
         self._header = loaded.header
         self._entries = loaded.entries
+        self._build_index()
+        self._writer.reset(path, flushed=True)
+        self._writer.last_written = self._leaf_id
+        self.problems = loaded.problems
         if loaded.migrated:
             self._rewrite()
-        self._build_index()
-        self._flushed = True
         if self.problems:
             _warn(path, self.problems)
+
+    # --- the file's state ----------------------------------------------------------------
+
+    def on_write_notice(self, listener: Callable[[WriteNotice], None]) -> Callable[[], None]:
+        """Call ``listener`` with each :class:`WriteNotice` (the file cannot be written, is
+        written again, another process writes it); returns the function that stops it. With no
+        listener a notice is a ``SessionWriteWarning``."""
+        self._writer.listeners.append(listener)
+        return lambda: self._writer.listeners.remove(listener) if listener in self._writer.listeners else None
+
+    @property
+    def write_failure(self) -> str | None:
+        """The line saying why the file cannot be written now, ``None`` when it is up to date."""
+        return self._writer.failure
+
+    @property
+    def unsaved_entries(self) -> int:
+        """Entries in memory whose line is not in the file yet (Pi's rule keeps a session with
+        no answer in memory; a failed write keeps them until the next one succeeds)."""
+        return len(self._writer.pending)
+
+    def problem_line(self) -> str | None:
+        """The problems of the last load as one line (``None`` when there were none)."""
+        if not self.problems:
+            return None
+        name = os.path.basename(self._session_file or "")
+        shown = "; ".join(self.problems[:2])
+        more = f" (and {len(self.problems) - 2} more)" if len(self.problems) > 2 else ""
+        return f"Session file {name}: {shown}{more}."
 
     def new_session(self, session_id: str | None = None, parent_session: str | None = None) -> str | None:
         """Start an empty session (a new file name when persisting); returns the file."""
@@ -245,11 +277,11 @@ class SessionManager:
         )
         self._entries = []
         self._build_index()
-        self._flushed = False
         self.problems = []
         if self._persist:
             name = session_file_name(self._header.timestamp, self._header.id)
             self._session_file = os.path.join(self._session_dir, name)
+        self._writer.reset(self._session_file if self._persist else None, flushed=False)
         return self._session_file
 
     def _build_index(self) -> None:
@@ -288,21 +320,43 @@ class SessionManager:
 
     def _rewrite(self) -> None:
         if self._persist and self._session_file:
-            rewrite_file(self._session_file, self._all_lines())
+            self._writer.rewrite(self._all_lines())
 
-    def _write(self, entry: SessionEntry) -> None:
+    def _write(self, entry: SessionEntry | None) -> None:
+        """Write ``entry`` (and whatever is still pending); a failure is the writer's to tell."""
+        writer = self._writer
         if not self._persist or not self._session_file:
             return
-        if not self._has_assistant:
-            # Pi keeps a session without a reply in memory; an already written file grows.
-            if self._flushed:
-                append_lines(self._session_file, self._lines([entry]))
-            return
-        if not self._flushed:
-            create_file(self._session_file, self._all_lines())
-            self._flushed = True
-        else:
-            append_lines(self._session_file, self._lines([entry]))
+        if entry is not None:
+            writer.pending.append(entry)
+        if writer.flushed:
+            writer.append()
+        elif self._has_assistant:  # Pi keeps a session without a reply in memory
+            writer.create(self._all_lines())
+
+    def _merge_foreign(self, file_entries: list[SessionEntry]) -> int:
+        """Another process wrote our file: its new entries join the tree, ours it lacks are
+        written again, and the first pending entry that continues our last written one is
+        chained onto the file's last entry. Returns the number of new entries."""
+        pending = self._writer.pending
+        in_file = {e.id for e in file_entries}
+        waiting = {e.id for e in pending}
+        pending[:0] = [e for e in self._entries if e.id not in in_file and e.id not in waiting]
+        foreign = [e for e in file_entries if e.id not in self._by_id]
+        for entry in foreign:
+            self._entries.append(entry)
+            self._by_id[entry.id] = entry
+            if isinstance(entry, LabelEntry):
+                self._set_label(entry)
+        if not foreign or not file_entries:
+            return len(foreign)
+        for index, entry in enumerate(pending):
+            if entry.parent_id == self._writer.last_written:
+                moved = pending[index] = with_parent(entry, file_entries[-1].id)
+                self._entries[self._entries.index(entry)] = moved
+                self._by_id[moved.id] = moved
+                break
+        return len(foreign)
 
     def _append(self, entry: SessionEntry) -> str:
         self._entries.append(entry)
@@ -519,7 +573,7 @@ class SessionManager:
         for entry in path:
             if isinstance(entry, LabelEntry):
                 continue  # labels are re-created below; entries after them are re-chained
-            kept.append(_with_parent(entry, parent))
+            kept.append(with_parent(entry, parent))
             parent = entry.id
         ids = {e.id for e in kept}
         previous_file = self._session_file
@@ -546,17 +600,10 @@ class SessionManager:
         self._session_file = os.path.join(
             self._session_dir, session_file_name(self._header.timestamp, self._header.id)
         )
-        self._flushed = False
-        if self._has_assistant:
-            create_file(self._session_file, self._all_lines())
-            self._flushed = True
+        self._writer.reset(self._session_file, flushed=False)
+        self._writer.pending = list(self._entries)
+        self._write(None)
         return self._session_file
-
-
-def _with_parent(entry: SessionEntry, parent: str | None) -> SessionEntry:
-    if isinstance(entry, UnknownEntry):
-        return UnknownEntry(raw={**entry.raw, "parentId": parent})
-    return entry.model_copy(update={"parent_id": parent})
 
 
 def _warn(path: str, problems: list[str]) -> None:

@@ -1,0 +1,172 @@
+"""``SessionWriter``: the file side of a :class:`~.manager.SessionManager`, so that nothing is
+lost when the file cannot be written and nobody's entries become unreachable when two
+processes write one file.
+
+* **Pending entries.** Every entry appended in memory joins ``pending`` and leaves it only when
+  its line is in the file (fsynced). A write that fails (full disk, read-only folder, a path
+  that is a folder, ``KeyboardInterrupt``) truncates the file back to its last whole line
+  (``storage.AppendHandle``) and keeps the entries pending: the file is always a prefix of the
+  tree in memory, and the next append writes them all, in order, once the disk allows it.
+* **One line, once.** A failure is told once to the listeners (``WriteNotice``) until a write
+  succeeds again, which is told too; with no listener it is a :class:`SessionWriteWarning`.
+  The caller never sees the ``OSError``: recording is best effort, the conversation goes on.
+* **Another writer.** Before each append (under ``flock``) the file's identity (device, inode,
+  size, mtime) is compared with the one this writer left. When another process wrote, the file
+  is read again: its new entries join the tree, and the next entry that continues this
+  writer's last one is chained onto the file's real last entry, so a resume (which follows
+  ``parentId`` from the last line) reaches both processes' turns. That is said once per file.
+"""
+
+from __future__ import annotations
+
+import os
+import warnings
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+from .entries import SessionEntry
+from .storage import (
+    FileIdentity,
+    SessionError,
+    create_file,
+    file_identity,
+    load_session_file,
+    open_append,
+    write_atomic,
+)
+
+NoticeKind = Literal["write_failed", "write_recovered", "shared"]
+
+
+@dataclass(frozen=True, slots=True)
+class WriteNotice:
+    """One line about the session file: it cannot be written (``write_failed``), it is
+    written again (``write_recovered``), or another process writes it too (``shared``)."""
+
+    kind: NoticeKind
+    path: str
+    text: str
+
+
+class SessionWriteWarning(UserWarning):
+    """A session file could not be written (the session goes on in memory)."""
+
+
+class SessionWriter:
+    """See the module docstring. ``lines`` turns entries into JSONL lines (redacted);
+    ``merge`` takes the entries of a file another process wrote and returns how many were new."""
+
+    def __init__(
+        self,
+        lines: Callable[[Sequence[SessionEntry]], list[bytes]],
+        merge: Callable[[list[SessionEntry]], int],
+    ) -> None:
+        self._lines = lines
+        self._merge = merge
+        self.path: str | None = None
+        self.flushed = False
+        """The file exists with our header (written by us, or loaded)."""
+        self.pending: list[SessionEntry] = []
+        self.identity: FileIdentity | None = None
+        self.failure: str | None = None
+        """The line of the write failure in progress, ``None`` when the file is up to date."""
+        self.last_written: str | None = None
+        self._shared_told = False
+        self.listeners: list[Callable[[WriteNotice], None]] = []
+
+    def reset(self, path: str | None, *, flushed: bool) -> None:
+        """A new file (or a loaded one, ``flushed``): nothing pending, identity as it is now."""
+        self.path = path
+        self.flushed = flushed
+        self.pending = []
+        self.failure = None
+        self._shared_told = False
+        self.identity = file_identity(path) if flushed and path else None
+
+    # --- writing --------------------------------------------------------------------------------
+
+    def create(self, all_lines: list[bytes]) -> bool:
+        """Write a new file holding ``all_lines`` (header and every entry); False when it failed
+        (told once; the entries stay pending)."""
+        assert self.path is not None
+        try:
+            os.makedirs(os.path.dirname(self.path) or ".", exist_ok=True)
+            create_file(self.path, all_lines)
+        except OSError as exc:
+            self._failed(exc)
+            return False
+        self.flushed = True
+        self._written()
+        return True
+
+    def append(self) -> bool:
+        """Append the pending entries; False when that failed (told once; they stay pending)."""
+        assert self.path is not None
+        if not self.pending:
+            return True
+        try:
+            with open_append(self.path) as handle:
+                if self.identity is not None and handle.identity() != self.identity:
+                    self._other_writer()
+                self.identity = handle.append(self._lines(self.pending))
+        except (OSError, SessionError) as exc:
+            self._failed(exc)
+            return False
+        self._written(keep_identity=True)
+        return True
+
+    def rewrite(self, all_lines: list[bytes]) -> bool:
+        """Replace the file atomically (a migrated or emptied file); False when that failed."""
+        assert self.path is not None
+        try:
+            write_atomic(self.path, b"".join(all_lines))
+        except OSError as exc:
+            self._failed(exc)
+            return False
+        self.flushed = True
+        self._written()
+        return True
+
+    def _written(self, *, keep_identity: bool = False) -> None:
+        if self.pending:
+            self.last_written = self.pending[-1].id
+        count = len(self.pending)
+        self.pending = []
+        if not keep_identity and self.path:
+            self.identity = file_identity(self.path)
+        if self.failure is not None:
+            self.failure = None
+            saved = f"The session file {self.path} is written again ({count} entries saved)."
+            self._tell("write_recovered", saved)
+
+    def _failed(self, exc: BaseException) -> None:
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        first = self.failure is None
+        self.failure = (
+            f"Cannot write the session file {self.path} ({reason}): the conversation goes on in memory, "
+            "and what is not saved yet is written when the file can be written again"
+        )
+        if first:
+            self._tell("write_failed", self.failure)
+
+    def _other_writer(self) -> None:
+        """Another process wrote the file since our last write: read its entries into the tree."""
+        assert self.path is not None
+        loaded = load_session_file(self.path)
+        added = self._merge(loaded.entries) if loaded.header is not None else 0
+        if added and not self._shared_told:
+            self._shared_told = True
+            self._tell(
+                "shared",
+                f"Another process also writes the session file {self.path}: its {added} new entries "
+                "were read, and this conversation's next entries follow them in the file, so a resume "
+                "sees both (this conversation's own context is unchanged)",
+            )
+
+    def _tell(self, kind: NoticeKind, text: str) -> None:
+        notice = WriteNotice(kind, self.path or "", text)
+        if not self.listeners:
+            warnings.warn(text, SessionWriteWarning, stacklevel=5)
+        for listener in list(self.listeners):
+            listener(notice)
