@@ -1,0 +1,207 @@
+"""Recording that cannot write never breaks the answer, on a real ``InteractiveShell`` with the
+faux provider: a full disk (a real 64 KiB tmpfs where the machine lets root mount one, an
+injected ``ENOSPC`` everywhere), a read-only folder (a read-only tmpfs, an injected ``EROFS``),
+a session folder under a file, a symlink loop, a folder path over 255 bytes. Each cell shows
+the answer; the first failure is one line that says what to do (``PI_NOTEBOOK_RECORD=0``),
+never repeated; the conversation goes on in memory and is written once the disk allows.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+from kernel_ipshell import ip_fixture, run  # noqa: F401
+from session_helpers import MODEL, cell, files, plain, sdir_fixture  # noqa: F401
+
+from pi_notebook.ai.faux import FauxRegistration
+from pi_notebook.session import SessionManager, storage
+
+HINT = "PI_NOTEBOOK_RECORD=0"
+
+
+def shown(captured: Any) -> str:
+    return plain(captured) + str(captured.stdout) + str(captured.stderr)
+
+
+def two_cells(ip: Any, faux: FauxRegistration) -> tuple[str, str]:
+    faux.set_responses(["first answer", "second answer"])
+    _, first = cell(ip, MODEL, "first question")
+    _, second = cell(ip, "", "second question")
+    return shown(first), shown(second)
+
+
+def assert_told_once(first: str, second: str) -> None:
+    assert "first answer" in first
+    assert "Traceback" not in first
+    assert first.count(HINT) == 1, first
+    assert "Cannot write the session file" in first
+    assert "second answer" in second
+    assert HINT not in second
+    assert "Traceback" not in second
+
+
+def _mount(target: Path, options: str) -> bool:
+    if os.geteuid() != 0 or shutil.which("mount") is None:
+        return False
+    target.mkdir(parents=True, exist_ok=True)
+    done = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(target)],
+        check=False,
+        capture_output=True,
+        timeout=10,
+    )
+    return done.returncode == 0
+
+
+@pytest.fixture
+def tmpfs(tmp_path: Path) -> Iterator[Any]:
+    """``mount(options)`` mounts a tmpfs at a fresh folder (skips where the machine does not let
+    this process mount); every mount is undone after the test."""
+    mounted: list[Path] = []
+
+    def mount(options: str) -> Path:
+        target = tmp_path / f"mnt{len(mounted)}"
+        if not _mount(target, options):
+            pytest.skip("cannot mount a tmpfs here (needs root and mount)")
+        mounted.append(target)
+        return target
+
+    try:
+        yield mount
+    finally:
+        for target in mounted:
+            subprocess.run(["umount", "-l", str(target)], check=False, capture_output=True, timeout=10)
+
+
+def fill(disk: Path) -> None:
+    """Write until the file system is full."""
+    fd = os.open(disk / "filler", os.O_WRONLY | os.O_CREAT)
+    error: OSError | None = None
+    try:
+        for _ in range(1 << 10):  # 1 MiB at most into 64 KiB
+            os.write(fd, b"x" * 1024)
+    except OSError as exc:
+        error = exc
+    finally:
+        os.close(fd)
+    assert error is not None
+    assert error.errno == errno.ENOSPC
+
+
+def test_a_full_disk_keeps_the_answer_and_says_so_once(
+    ip: Any, faux: FauxRegistration, tmpfs: Any, sdir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    disk = tmpfs("size=64k")
+    (disk / "sessions").mkdir()
+    fill(disk)
+    monkeypatch.setenv("PI_NOTEBOOK_SESSION_DIR", str(disk / "sessions"))
+    faux.set_responses(["first answer", "second answer", "third answer"])
+    _, first = cell(ip, MODEL, "first question")
+    _, second = cell(ip, "", "second question")
+    assert_told_once(shown(first), shown(second))
+    assert not [p for p in (disk / "sessions").glob("*.jsonl") if p.stat().st_size == 0]  # no 0-byte file
+    (disk / "filler").unlink()  # space again: the next cell writes everything, in order
+    _, third = cell(ip, "", "third question")
+    assert "third answer" in shown(third)
+    assert "is written again" in shown(third)
+    [path] = (disk / "sessions").glob("*.jsonl")
+    reopened = SessionManager.open(str(path))
+    users = [e for e in reopened.get_branch() if getattr(getattr(e, "message", None), "role", "") == "user"]
+    assert len(users) == 3
+
+
+def test_a_read_only_folder_keeps_the_answer(ip: Any, faux: FauxRegistration, tmpfs: Any, sdir: Path) -> None:
+    disk = tmpfs("size=64k")
+    (disk / "sessions").mkdir()
+    subprocess.run(["mount", "-o", "remount,ro", str(disk)], check=True, timeout=10)
+    os.environ["PI_NOTEBOOK_SESSION_DIR"] = str(disk / "sessions")  # sdir's monkeypatch restores it
+    first, second = two_cells(ip, faux)
+    assert_told_once(first, second)
+    assert "Read-only file system" in first
+
+
+@pytest.mark.parametrize(
+    "case", [(errno.ENOSPC, "No space left on device"), (errno.EROFS, "Read-only file system")]
+)
+def test_an_injected_write_error_keeps_the_answer(
+    ip: Any, faux: FauxRegistration, sdir: Path, monkeypatch: pytest.MonkeyPatch, case: tuple[int, str]
+) -> None:
+    code, reason = case
+
+    def refuse(fd: int, data: bytes | memoryview) -> int:
+        raise OSError(code, os.strerror(code))
+
+    monkeypatch.setattr(storage, "os_write", refuse)
+    first, second = two_cells(ip, faux)
+    assert_told_once(first, second)
+    assert reason in first
+    assert files(sdir) == []  # a failed creation leaves no empty file behind
+    monkeypatch.setattr(storage, "os_write", os.write)
+    faux.set_responses(["third answer"])
+    _, third = cell(ip, "", "third question")
+    assert "third answer" in shown(third)
+    [path] = files(sdir)
+    assert sum(1 for line in path.read_text().splitlines() if '"role":"user"' in line) == 3
+
+
+def test_a_session_folder_under_a_file_keeps_the_answer(
+    ip: Any, faux: FauxRegistration, sdir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder")
+    monkeypatch.setenv("PI_NOTEBOOK_SESSION_DIR", str(blocker / "sessions"))
+    first, second = two_cells(ip, faux)
+    assert_told_once(first, second)
+
+
+def test_a_symlink_loop_keeps_the_answer(
+    ip: Any, faux: FauxRegistration, sdir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    loop = tmp_path / "loop"
+    loop.symlink_to(tmp_path / "loop")
+    monkeypatch.setenv("PI_NOTEBOOK_SESSION_DIR", str(loop / "sessions"))
+    first, second = two_cells(ip, faux)
+    assert_told_once(first, second)
+
+
+def test_a_folder_path_over_255_bytes_gets_a_hashed_session_folder(
+    ip: Any, faux: FauxRegistration, sdir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    deep = tmp_path
+    for n in range(3):
+        deep = deep / (f"{n}-" + "é" * 60)  # 122 bytes a component: the encoded path is > 255
+    deep.mkdir(parents=True)
+    agent = tmp_path / "agent"
+    monkeypatch.delenv("PI_NOTEBOOK_SESSION_DIR")
+    monkeypatch.setenv("PI_CODING_AGENT_DIR", str(agent))
+    monkeypatch.chdir(deep)
+    faux.set_responses(["first answer"])
+    _, first = cell(ip, MODEL, "first question")
+    assert "first answer" in shown(first)
+    assert HINT not in shown(first)
+    [folder] = (agent / "sessions").iterdir()
+    assert len(folder.name.encode()) <= 255
+    assert folder.name == storage.session_dir_name(str(deep))
+    assert len(list(folder.glob("*.jsonl"))) == 1
+
+
+def test_resume_of_a_path_that_is_a_folder_is_one_line(ip: Any, faux: FauxRegistration, sdir: Path) -> None:
+    sdir.mkdir(parents=True, exist_ok=True)
+    folder = sdir / "a-folder.jsonl"
+    folder.mkdir()
+    result, captured = run(ip, f"%pi resume {folder}")
+    text = str(captured.stdout) + str(captured.stderr) + str(result.error_in_exec or "")
+    assert "Traceback" not in text
+    assert "a-folder.jsonl" in text
+    assert len([x for x in text.splitlines() if x.strip()]) <= 2, text
