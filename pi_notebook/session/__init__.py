@@ -65,7 +65,13 @@ from .entries import (
     entry_to_dict,
     parse_entry,
 )
-from .listing import SessionInfo, find_most_recent_session, list_all_sessions, list_sessions
+from .listing import (
+    SessionInfo,
+    find_most_recent_session,
+    list_all_sessions,
+    list_sessions,
+    read_custom_data,
+)
 from .manager import SessionFormatWarning, SessionManager, SessionTreeNode
 from .messages import bash_execution_to_text, convert_to_llm
 from .recorder import SessionRecorder, replay, resume
@@ -152,6 +158,7 @@ __all__ = [
     "parse_entry",
     "prepare_branch_entries",
     "prepare_compaction",
+    "read_custom_data",
     "redact_strings",
     "replay",
     "resume",

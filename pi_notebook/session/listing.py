@@ -154,6 +154,32 @@ def list_all_sessions(session_dir: str | None = None) -> list[SessionInfo]:
     return infos
 
 
+def read_custom_data(path: str, custom_type: str, max_lines: int = 50) -> dict[str, Any] | None:
+    """The ``data`` of the first ``custom`` entry of ``custom_type`` among the first ``max_lines``
+    lines of ``path`` (``{}`` when its data is not an object), ``None`` when there is none or
+    the file cannot be read. Any bytes, any nesting: a line it cannot parse is passed over."""
+    needle = json.dumps(custom_type).encode()
+    try:
+        with open(path, "rb") as handle:
+            for number, raw in enumerate(handle):
+                if number > max_lines:
+                    return None
+                if needle not in raw:
+                    continue
+                try:
+                    row = json.loads(raw)
+                except (ValueError, RecursionError):
+                    continue
+                if not isinstance(row, dict) or row.get("type") != "custom":
+                    continue
+                if row.get("customType") == custom_type:
+                    data = row.get("data")
+                    return data if isinstance(data, dict) else {}
+    except OSError:
+        return None
+    return None
+
+
 def find_most_recent_session(session_dir: str, cwd: str | None = None) -> str | None:
     """The session file of ``session_dir`` (of ``cwd`` when given) modified last on disk."""
     try:

@@ -22,7 +22,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent))
 
 from kernel_ipshell import ip_fixture, run  # noqa: F401
-from session_helpers import MODEL, cell, files, plain, sdir_fixture  # noqa: F401
+from session_helpers import MODEL, cell, files, plain, restart, sdir_fixture  # noqa: F401
 
 from pi_notebook.ai.faux import FauxRegistration
 from pi_notebook.session import SessionManager, storage
@@ -205,3 +205,39 @@ def test_resume_of_a_path_that_is_a_folder_is_one_line(ip: Any, faux: FauxRegist
     assert "Traceback" not in text
     assert "a-folder.jsonl" in text
     assert len([x for x in text.splitlines() if x.strip()]) <= 2, text
+
+
+# --- bad bytes and deep nesting in the folder's session files ------------------------------------
+
+TORN_E = b'{"type":"message","id":"zz","parentId":"x","message":{"role":"user","content":"caf\xc3'
+DEEP = b"[" * 100_000 + b"]" * 100_000
+
+
+def test_bad_bytes_and_deep_nesting_lock_no_folder(
+    ip: Any, faux: FauxRegistration, sdir: Path, tmp_path: Path
+) -> None:
+    """A line torn inside "é" and a line nested 100,000 deep, in this notebook's file and in
+    another one of the folder: %pi sessions lists, the first cell says the recording exists,
+    %pi resume by path continues it and says what was skipped, in one line."""
+    ip.user_ns["__vsc_ipynb_file__"] = str(tmp_path / "analysis.ipynb")
+    faux.set_responses(["first answer", "second answer", "third answer"])
+    cell(ip, MODEL, "first question")
+    [path] = files(sdir)
+    with open(path, "ab") as handle:
+        handle.write(TORN_E + b"\n" + DEEP + b"\n")
+    (sdir / "other.jsonl").write_bytes(DEEP + b"\n" + TORN_E)
+    restart(ip)
+    listed = str(run(ip, "%pi sessions")[1].stdout)
+    assert "first question" in listed
+    _, captured = cell(ip, MODEL, "second question")
+    assert "A recorded conversation of this notebook exists" in plain(captured)
+    result, captured = run(ip, f"%pi resume {path}")
+    assert result.error_in_exec is None, result.error_in_exec
+    out = str(captured.stdout)
+    assert "resumed from" in out
+    problem = [x for x in out.splitlines() if x.startswith("Session file")]
+    assert len(problem) == 1, out
+    assert "not UTF-8" in problem[0]
+    assert "nested too deeply" in problem[0]
+    _, captured = cell(ip, "", "third question")
+    assert "third answer" in shown(captured)

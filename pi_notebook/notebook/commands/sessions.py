@@ -115,6 +115,9 @@ def resume_cmd(state: NotebookState, name: str | None, rest: str) -> None:
         f"conversation {key!r} resumed from {os.path.basename(path)}: {count} messages, "
         f"model {model.provider}:{model.id}. The model will be told the kernel restarted."
     )
+    problem = sessions.tracked[key].manager.problem_line()
+    if problem:
+        print(problem)
 
 
 def session_line(sessions: NotebookSessions, name: str) -> str:

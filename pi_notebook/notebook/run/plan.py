@@ -26,6 +26,7 @@ from IPython.core.error import UsageError
 from ...agent import Agent
 from ...agent.agent import has_model
 from ...agent.types import ThinkingLevel
+from ...ai.models import user_models_problem
 from ...ai.types import TextContent, UserMessage
 from ...runtime import AgentSessionSettings, Budget
 from ...runtime.budget import check_priced, reached
@@ -184,7 +185,7 @@ def _setting_notices(state: NotebookState, options: RunOptions, agent: Agent) ->
     """Lines that explain a setting: what is wrong with Pi's ``settings.json`` (each problem
     once), a ``--thinking`` level the model ignores (once per conversation and model), an
     ignored seed."""
-    lines = state.settings_notices(state.defaults().notices())
+    lines = state.settings_notices([*state.defaults().notices(), *filter(None, [user_models_problem()])])
     thinking = state.thinking_ignored(options.name, agent)
     seed = seed_notice(options.seed, agent.state.model)
     return lines + [line for line in (thinking, seed) if line]

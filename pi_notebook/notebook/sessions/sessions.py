@@ -27,8 +27,8 @@ adds to it. Rules:
 
 from __future__ import annotations
 
-import json
 import os
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -43,10 +43,12 @@ from ...session import (
     CustomMessage,
     MessageEntry,
     Redactor,
+    SessionFormatWarning,
     SessionInfo,
     SessionManager,
     convert_to_llm,
     list_sessions,
+    read_custom_data,
     redact_strings,
     resume,
 )
@@ -170,7 +172,11 @@ class NotebookSessions(StateObserver):
         return SessionManager.create(folder, self.session_dir(), redact=self.redactor())
 
     def open_manager(self, path: str) -> SessionManager:
-        return SessionManager.open(path, redact=self.redactor())
+        """The session at ``path``; what its load skipped or repaired is its ``problem_line()``,
+        which the resume shows (not a Python warning)."""
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", SessionFormatWarning)
+            return SessionManager.open(path, redact=self.redactor())
 
     def settings(self) -> AgentSessionSettings:
         """Retry, compaction and the default thinking level as configured (``c.PiMagics``, else
@@ -345,7 +351,8 @@ class NotebookSessions(StateObserver):
         except LookupError:
             return "Nothing recorded to resume for this notebook: a new conversation starts."
         count = self.resume_into(name, agent, path)
-        return f"Resumed {os.path.basename(path)} ({count} messages)."
+        problem = self.tracked[name].manager.problem_line()
+        return f"Resumed {os.path.basename(path)} ({count} messages)." + (f" {problem}" if problem else "")
 
     def adopt(self, name: str, agent: Agent, manager: SessionManager, *, restarted: bool = False) -> None:
         """Make ``manager`` (moved to another leaf or file) the conversation's session;
@@ -381,23 +388,7 @@ def _has_custom(manager: SessionManager, custom_type: str) -> bool:
 
 def read_tag(path: str) -> dict[str, Any] | None:
     """The ``pi-notebook`` entry's data of a session file (among its first lines), or ``None``."""
-    try:
-        with open(path, encoding="utf-8") as handle:
-            for number, line in enumerate(handle):
-                if number > 50:
-                    return None
-                if f'"{NOTEBOOK_ENTRY}"' not in line:
-                    continue
-                try:
-                    row = json.loads(line)
-                except ValueError:
-                    continue
-                if row.get("type") == "custom" and row.get("customType") == NOTEBOOK_ENTRY:
-                    data = row.get("data")
-                    return data if isinstance(data, dict) else {}
-    except OSError:
-        return None
-    return None
+    return read_custom_data(path, NOTEBOOK_ENTRY)
 
 
 def _pick(rows: list[Listed], choice: str, directory: str) -> str:
