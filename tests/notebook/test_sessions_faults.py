@@ -10,10 +10,7 @@ from __future__ import annotations
 
 import errno
 import os
-import shutil
-import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +20,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 from kernel_ipshell import ip_fixture, run  # noqa: F401
 from session_helpers import MODEL, cell, files, plain, restart, sdir_fixture  # noqa: F401
+from tmpfs import fill, remount_read_only, tmpfs_fixture  # noqa: F401
 
 from pi_notebook.ai.faux import FauxRegistration
 from pi_notebook.session import SessionManager, storage
@@ -51,54 +49,6 @@ def assert_told_once(first: str, second: str) -> None:
     assert "Traceback" not in second
 
 
-def _mount(target: Path, options: str) -> bool:
-    if os.geteuid() != 0 or shutil.which("mount") is None:
-        return False
-    target.mkdir(parents=True, exist_ok=True)
-    done = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(target)],
-        check=False,
-        capture_output=True,
-        timeout=10,
-    )
-    return done.returncode == 0
-
-
-@pytest.fixture
-def tmpfs(tmp_path: Path) -> Iterator[Any]:
-    """``mount(options)`` mounts a tmpfs at a fresh folder (skips where the machine does not let
-    this process mount); every mount is undone after the test."""
-    mounted: list[Path] = []
-
-    def mount(options: str) -> Path:
-        target = tmp_path / f"mnt{len(mounted)}"
-        if not _mount(target, options):
-            pytest.skip("cannot mount a tmpfs here (needs root and mount)")
-        mounted.append(target)
-        return target
-
-    try:
-        yield mount
-    finally:
-        for target in mounted:
-            subprocess.run(["umount", "-l", str(target)], check=False, capture_output=True, timeout=10)
-
-
-def fill(disk: Path) -> None:
-    """Write until the file system is full."""
-    fd = os.open(disk / "filler", os.O_WRONLY | os.O_CREAT)
-    error: OSError | None = None
-    try:
-        for _ in range(1 << 10):  # 1 MiB at most into 64 KiB
-            os.write(fd, b"x" * 1024)
-    except OSError as exc:
-        error = exc
-    finally:
-        os.close(fd)
-    assert error is not None
-    assert error.errno == errno.ENOSPC
-
-
 def test_a_full_disk_keeps_the_answer_and_says_so_once(
     ip: Any, faux: FauxRegistration, tmpfs: Any, sdir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -124,7 +74,7 @@ def test_a_full_disk_keeps_the_answer_and_says_so_once(
 def test_a_read_only_folder_keeps_the_answer(ip: Any, faux: FauxRegistration, tmpfs: Any, sdir: Path) -> None:
     disk = tmpfs("size=64k")
     (disk / "sessions").mkdir()
-    subprocess.run(["mount", "-o", "remount,ro", str(disk)], check=True, timeout=10)
+    remount_read_only(disk)
     os.environ["PI_NOTEBOOK_SESSION_DIR"] = str(disk / "sessions")  # sdir's monkeypatch restores it
     first, second = two_cells(ip, faux)
     assert_told_once(first, second)
