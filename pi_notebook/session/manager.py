@@ -54,6 +54,7 @@ from .storage import (
     default_session_dir,
     dumps_line,
     expand_path,
+    file_identity,
     file_size,
     load_session_file,
     read_header,
@@ -211,6 +212,7 @@ class SessionManager:
             self._session_file = path
             self._writer.reset(path, flushed=False)
             return
+        identity = file_identity(path)  # before reading: a write in between is seen as another's
         loaded = load_session_file(path)  # a folder, a loop, no permission: SessionError
         if loaded.header is None:
             if file_size(path) > 0:
@@ -228,7 +230,7 @@ class SessionManager:
         self._entries = loaded.entries
         self._build_index()
         self._writer.reset(path, flushed=True)
-        self._writer.last_written = self._leaf_id
+        self._writer.identity, self._writer.last_written = identity, self._leaf_id
         self.problems = loaded.problems
         if loaded.migrated:
             self._rewrite()
