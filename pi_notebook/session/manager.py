@@ -8,9 +8,8 @@ Persistence follows Pi: nothing is written until the session holds an assistant 
 (sessions that never got a reply leave no file); then the header and all entries are written
 at once, and every later entry is appended as one fsynced line. An optional ``redact`` hook
 sees each entry's JSON object before it is written (the in-memory entries keep the original).
-Unlike Pi, a write that fails never raises and never loses an entry (:mod:`.writer`: the
-entries wait in memory and the failure is told once), and the session folder is created by
-the first write, not by the constructor.
+Unlike Pi, a failed write never raises nor loses an entry (:mod:`.writer`: entries wait in
+memory, the failure is told once) and the folder is made by the first write, not on creation.
 """
 
 from __future__ import annotations
@@ -57,12 +56,13 @@ from .storage import (
     file_identity,
     file_size,
     load_session_file,
+    problems_line,
     read_header,
     resolve_path,
     session_file_name,
     with_parent,
 )
-from .writer import SessionWriter, WriteNotice
+from .writer import SessionWriter, WriteNotice, merge_plan
 
 _SUMMARY_ROLES = ("branchSummary", "compactionSummary")
 
@@ -259,12 +259,7 @@ class SessionManager:
 
     def problem_line(self) -> str | None:
         """The problems of the last load as one line (``None`` when there were none)."""
-        if not self.problems:
-            return None
-        name = os.path.basename(self._session_file or "")
-        shown = "; ".join(self.problems[:2])
-        more = f" (and {len(self.problems) - 2} more)" if len(self.problems) > 2 else ""
-        return f"Session file {name}: {shown}{more}."
+        return problems_line(os.path.basename(self._session_file or ""), self.problems)
 
     def new_session(self, session_id: str | None = None, parent_session: str | None = None) -> str | None:
         """Start an empty session (a new file name when persisting); returns the file."""
@@ -337,27 +332,16 @@ class SessionManager:
             writer.create(self._all_lines())
 
     def _merge_foreign(self, file_entries: list[SessionEntry]) -> int:
-        """Another process wrote our file: its new entries join the tree, ours it lacks are
-        written again, and the first pending entry that continues our last written one is
-        chained onto the file's last entry. Returns the number of new entries."""
-        pending = self._writer.pending
-        in_file = {e.id for e in file_entries}
-        waiting = {e.id for e in pending}
-        pending[:0] = [e for e in self._entries if e.id not in in_file and e.id not in waiting]
-        foreign = [e for e in file_entries if e.id not in self._by_id]
+        """Another process wrote our file: its new entries join the tree (``merge_plan``)."""
+        w = self._writer
+        foreign, moved = merge_plan(self._entries, w.pending, w.last_written, file_entries)
         for entry in foreign:
             self._entries.append(entry)
             self._by_id[entry.id] = entry
             if isinstance(entry, LabelEntry):
                 self._set_label(entry)
-        if not foreign or not file_entries:
-            return len(foreign)
-        for index, entry in enumerate(pending):
-            if entry.parent_id == self._writer.last_written:
-                moved = pending[index] = with_parent(entry, file_entries[-1].id)
-                self._entries[self._entries.index(entry)] = moved
-                self._by_id[moved.id] = moved
-                break
+        if moved is not None:
+            self._entries[self._entries.index(moved[0])] = self._by_id[moved[1].id] = moved[1]
         return len(foreign)
 
     def _append(self, entry: SessionEntry) -> str:

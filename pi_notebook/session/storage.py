@@ -278,6 +278,14 @@ def _describe(kind: str) -> str:
     return f"{kind!r} entry"
 
 
+def problems_line(name: str, problems: Sequence[str]) -> str | None:
+    """``problems`` of the session file ``name`` as one line, ``None`` when there are none."""
+    if not problems:
+        return None
+    more = f" (and {len(problems) - 2} more)" if len(problems) > 2 else ""
+    return f"Session file {name}: {'; '.join(problems[:2])}{more}."
+
+
 def with_parent(entry: SessionEntry, parent: str | None) -> SessionEntry:
     """``entry`` with another ``parentId`` (a copy)."""
     if isinstance(entry, UnknownEntry):

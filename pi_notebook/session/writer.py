@@ -33,6 +33,7 @@ from .storage import (
     file_identity,
     load_session_file,
     open_append,
+    with_parent,
     write_atomic,
 )
 
@@ -170,3 +171,27 @@ class SessionWriter:
             warnings.warn(text, SessionWriteWarning, stacklevel=5)
         for listener in list(self.listeners):
             listener(notice)
+
+
+def merge_plan(
+    ours: list[SessionEntry],
+    pending: list[SessionEntry],
+    last_written: str | None,
+    file_entries: list[SessionEntry],
+) -> tuple[list[SessionEntry], tuple[SessionEntry, SessionEntry] | None]:
+    """What to do with a file another process wrote: the entries it has that ``ours`` lacks
+    (returned first), ours it lacks (put back in front of ``pending``, written again), and, when
+    it has new entries, the first pending entry that continues ``last_written`` chained onto the
+    file's last entry (replaced in ``pending``; returned as ``(old, new)`` for the tree)."""
+    known = {e.id for e in ours}
+    in_file = {e.id for e in file_entries}
+    waiting = {e.id for e in pending}
+    pending[:0] = [e for e in ours if e.id not in in_file and e.id not in waiting]
+    foreign = [e for e in file_entries if e.id not in known]
+    if not foreign:
+        return foreign, None
+    for index, entry in enumerate(pending):
+        if entry.parent_id == last_written:
+            pending[index] = with_parent(entry, file_entries[-1].id)
+            return foreign, (entry, pending[index])
+    return foreign, None
