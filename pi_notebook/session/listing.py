@@ -9,6 +9,7 @@ is none), so a session sorts by conversation activity rather than by file writes
 from __future__ import annotations
 
 import json
+import math
 import os
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -47,14 +48,18 @@ def _activity_ms(entry: dict[str, Any], message: dict[str, Any]) -> int | None:
     if message.get("role") not in ("user", "assistant") or "content" not in message:
         return None
     stamp = message.get("timestamp")
-    if isinstance(stamp, int | float) and not isinstance(stamp, bool):
+    if isinstance(stamp, int | float) and not isinstance(stamp, bool) and math.isfinite(stamp):
         return int(stamp)
     value = entry.get("timestamp")
     return iso_to_ms(value) or None if isinstance(value, str) else None
 
 
 def _dt(ms: int) -> datetime:
-    return datetime.fromtimestamp(ms / 1000, UTC)
+    """A time from epoch milliseconds; one out of range (a hostile or broken file) is the epoch."""
+    try:
+        return datetime.fromtimestamp(ms / 1000, UTC)
+    except (OverflowError, OSError, ValueError):
+        return datetime.fromtimestamp(0, UTC)
 
 
 def _rows(path: str) -> list[dict[str, Any]]:
@@ -106,7 +111,7 @@ def read_session_info(path: str) -> SessionInfo | None:
         id=str(header.get("id")),
         cwd=header["cwd"] if isinstance(header.get("cwd"), str) else "",
         name=name,
-        parent_session_path=header.get("parentSession"),
+        parent_session_path=parent if isinstance(parent := header.get("parentSession"), str) else None,
         created=_dt(created_ms),
         modified=modified,
         message_count=count,

@@ -12,6 +12,7 @@ import json
 import os
 import warnings
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -47,7 +48,9 @@ NASTY = [
     + b"}}",
 ]
 SETTINGS = settings(
-    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=int(os.environ.get("HYPOTHESIS_EXAMPLES", "60")),  # more: a longer search by hand
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
 )
 IDS = ["torn-e", "binary", "deep-list", "deep-object", "deep-tag", "deep-5000"]
 lines = st.one_of(st.binary(max_size=200), st.sampled_from(NASTY), st.just(USER))
@@ -64,9 +67,13 @@ def session_readers(path: Path) -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         try:
-            SessionManager.open(str(path))
+            manager = SessionManager.open(str(path))
         except Exception as exc:  # only the one-line "not a pi session" refusal is allowed
             refused = exc
+        else:  # what a resume does with it
+            manager.build_session_context()
+            manager.get_tree()
+            manager.problem_line()
     if refused is not None:
         assert type(refused).__name__ == "SessionError", refused
         assert "\n" not in str(refused)
@@ -207,3 +214,47 @@ def test_a_models_file_keeps_its_good_models(tmp_path: Path, monkeypatch: pytest
         assert "model #1 (mine:bad)" in (catalogue.user_models_problem() or "")
     finally:
         catalogue.reload_user_models()
+
+
+json_values = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(min_value=-(10**30), max_value=10**30)
+    | st.floats(allow_nan=True, allow_infinity=True)
+    | st.text(max_size=20),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3),
+    max_leaves=12,
+)
+entry_keys = st.sampled_from(["type", "id", "parentId", "timestamp", "message", "name", "customType", "data"])
+message_keys = st.sampled_from(["role", "content", "timestamp", "text", "type"])
+
+
+@SETTINGS
+@given(
+    header=st.dictionaries(st.sampled_from(["timestamp", "cwd", "parentSession", "version"]), json_values),
+    rows=st.lists(
+        st.tuples(
+            st.dictionaries(entry_keys, json_values, max_size=5),
+            st.dictionaries(message_keys, json_values, max_size=4),
+            st.sampled_from(["message", "session_info", "custom", "label", None]),
+            st.sampled_from(["user", "assistant", None]),
+        ),
+        max_size=5,
+    ),
+)
+def test_session_readers_survive_any_json_values(
+    tmp_path: Path, header: dict[str, Any], rows: list[tuple[dict[str, Any], dict[str, Any], Any, Any]]
+) -> None:
+    """Valid JSON with hostile values where the readers expect strings, times and lists."""
+    lines = [json.dumps({**header, "type": "session", "id": "s"})]
+    for entry, message, kind, role in rows:
+        if kind is not None:
+            entry["type"] = kind
+        if role is not None:
+            message["role"] = role
+        entry["message"] = message
+        lines.append(json.dumps(entry))
+    path = tmp_path / "j" / "s.jsonl"
+    path.parent.mkdir(exist_ok=True)
+    path.write_text("\n".join(lines))
+    session_readers(path)
