@@ -326,9 +326,9 @@ class SessionManager:
             return
         if entry is not None:
             writer.pending.append(entry)
-        if writer.flushed:
-            writer.append()
-        elif self._has_assistant:  # Pi keeps a session without a reply in memory
+        if writer.flushed and writer.append():
+            return
+        if not writer.flushed and self._has_assistant:  # Pi keeps a session without a reply in memory
             writer.create(self._all_lines())
 
     def _merge_foreign(self, file_entries: list[SessionEntry]) -> int:

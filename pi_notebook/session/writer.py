@@ -102,7 +102,8 @@ class SessionWriter:
         return True
 
     def append(self) -> bool:
-        """Append the pending entries; False when that failed (told once; they stay pending)."""
+        """Append the pending entries; False when that failed (told once; they stay pending) or
+        the file is gone (``flushed`` is then False: the caller creates it again)."""
         assert self.path is not None
         if not self.pending:
             return True
@@ -111,6 +112,9 @@ class SessionWriter:
                 if self.identity is not None and handle.identity() != self.identity:
                     self._other_writer()
                 self.identity = handle.append(self._lines(self.pending))
+        except FileNotFoundError:  # removed since: the caller writes it again, whole
+            self.flushed = False
+            return False
         except (OSError, SessionError) as exc:
             self._failed(exc)
             return False

@@ -177,3 +177,13 @@ def test_a_torn_line_that_stayed_keeps_every_complete_turn(tmp_path: Path) -> No
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             assert texts(SessionManager.open(str(path))) == [*got, "next"]
+
+
+def test_a_removed_file_is_written_again_whole(tmp_path: Path) -> None:
+    manager = SessionManager.create(str(tmp_path), str(tmp_path))
+    turns(manager, 2)
+    assert manager.session_file is not None
+    os.remove(manager.session_file)
+    turns(manager, 1, start=2)
+    assert texts(SessionManager.open(manager.session_file)) == texts(manager)
+    assert len(texts(manager)) == 6
