@@ -97,6 +97,9 @@ def test_an_injected_write_error_keeps_the_answer(
     assert_told_once(first, second)
     assert reason in first
     assert files(sdir) == []  # a failed creation leaves no empty file behind
+    status = str(run(ip, "%pi status")[1].stdout)
+    assert "cannot be written now;" in status
+    assert "entries wait in memory" in status
     monkeypatch.setattr(storage, "os_write", os.write)
     faux.set_responses(["third answer"])
     _, third = cell(ip, "", "third question")

@@ -124,7 +124,10 @@ def session_line(sessions: NotebookSessions, name: str) -> str:
     """Where conversation ``name`` is recorded, for ``%pi status``."""
     if not sessions.recording:
         return "not recorded (c.PiMagics.record / $PI_NOTEBOOK_RECORD)"
-    path = sessions.get(name).manager.session_file or ""
+    manager = sessions.get(name).manager
+    path = manager.session_file or ""
+    if manager.write_failure is not None:  # the disk refused: say so here too
+        return f"{path} (cannot be written now; {manager.unsaved_entries} entries wait in memory)"
     written = "" if os.path.exists(path) else " (written with the first answer)"
     return f"{path}{written}"
 
