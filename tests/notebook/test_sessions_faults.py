@@ -194,3 +194,24 @@ def test_bad_bytes_and_deep_nesting_lock_no_folder(
     assert "nested too deeply" in problem[0]
     _, captured = cell(ip, "", "third question")
     assert "third answer" in shown(captured)
+
+
+def test_a_bad_models_file_blocks_no_cell(
+    ip: Any, faux: FauxRegistration, sdir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import pi_notebook.ai.models as catalogue
+
+    bad = tmp_path / "models.json"
+    bad.write_bytes(b'{"models": [{"id": "caf\xc3')
+    monkeypatch.setenv(catalogue.USER_MODELS_ENV, str(bad))
+    catalogue.reload_user_models()
+    try:
+        faux.set_responses(["first answer", "second answer"])
+        _, first = cell(ip, MODEL, "first question")
+        _, second = cell(ip, "", "second question")
+    finally:
+        catalogue.reload_user_models()
+    assert "first answer" in shown(first)
+    assert shown(first).count("PI_NOTEBOOK_MODELS=") == 1  # the bad file, once, in one line
+    assert "second answer" in shown(second)
+    assert "PI_NOTEBOOK_MODELS=" not in shown(second)
