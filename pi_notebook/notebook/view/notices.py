@@ -23,6 +23,10 @@ near the model's window): 12,345 tokens summarized.`` or the session's error lin
 
 A budget that stops the run (``budget_reached``): the session's one line, ``stopped: the run
 reached its budget of $0.50 ($0.52 spent)``, from the moment it stops.
+
+The session file (``session_write``): it cannot be written (the session's line and what to do,
+``PI_NOTEBOOK_RECORD=0`` included, once until it is written again), it is written again, or
+another kernel writes it too.
 """
 
 from __future__ import annotations
