@@ -147,6 +147,8 @@ class SessionWriter:
 
     def _failed(self, exc: BaseException) -> None:
         reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        if self.path and os.path.isdir(self.path):
+            reason = "a folder has its name"
         first = self.failure is None
         self.failure = (
             f"Cannot write the session file {self.path} ({reason}): the conversation goes on in memory, "

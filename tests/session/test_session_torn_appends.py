@@ -187,3 +187,18 @@ def test_a_removed_file_is_written_again_whole(tmp_path: Path) -> None:
     turns(manager, 1, start=2)
     assert texts(SessionManager.open(manager.session_file)) == texts(manager)
     assert len(texts(manager)) == 6
+
+
+def test_a_folder_in_place_of_the_file_is_told_once_and_nothing_is_lost(tmp_path: Path) -> None:
+    manager = SessionManager.create(str(tmp_path), str(tmp_path))
+    notices: list[WriteNotice] = []
+    manager.on_write_notice(notices.append)
+    assert manager.session_file is not None
+    os.mkdir(manager.session_file)
+    turns(manager, 2)
+    assert [n.kind for n in notices] == ["write_failed"]
+    assert "a folder has its name" in notices[0].text
+    os.rmdir(manager.session_file)
+    turns(manager, 1, start=2)
+    assert [n.kind for n in notices] == ["write_failed", "write_recovered"]
+    assert texts(SessionManager.open(manager.session_file)) == texts(manager)
