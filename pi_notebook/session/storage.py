@@ -491,7 +491,8 @@ def open_append(path: str) -> Iterator[AppendHandle]:
     fd = os.open(path, os.O_RDWR | os.O_APPEND)
     try:
         if fcntl is not None:
-            fcntl.flock(fd, fcntl.LOCK_EX)
+            with contextlib.suppress(OSError):  # a file system without locks: append unlocked
+                fcntl.flock(fd, fcntl.LOCK_EX)
         yield AppendHandle(fd)
     finally:
         os.close(fd)  # releases the lock
