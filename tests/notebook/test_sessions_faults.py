@@ -81,6 +81,19 @@ def test_a_read_only_folder_keeps_the_answer(ip: Any, faux: FauxRegistration, tm
     assert "Read-only file system" in first
 
 
+def test_a_read_only_agent_dir_keeps_the_answer(
+    ip: Any, faux: FauxRegistration, tmpfs: Any, sdir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A read-only ``~/.pi/agent`` (Pi's default place): the session folder cannot be made."""
+    agent = tmpfs("size=64k")
+    remount_read_only(agent)
+    monkeypatch.delenv("PI_NOTEBOOK_SESSION_DIR")
+    monkeypatch.setenv("PI_CODING_AGENT_DIR", str(agent))
+    first, second = two_cells(ip, faux)
+    assert_told_once(first, second)
+    assert "Read-only file system" in first
+
+
 @pytest.mark.parametrize(
     "case", [(errno.ENOSPC, "No space left on device"), (errno.EROFS, "Read-only file system")]
 )
