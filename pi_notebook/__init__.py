@@ -16,7 +16,6 @@ __all__ = ["AgentSession", "__version__", "current", "load_ipython_extension", "
 from ._lazy import exports
 
 if TYPE_CHECKING:
-    from .agent import Agent
     from .runtime import AgentSession
 
 
@@ -25,20 +24,22 @@ __getattr__, __dir__ = exports(__name__, {"AgentSession": "runtime.agent_session
 
 def load_ipython_extension(ipython: Any) -> None:
     """``%load_ext pi_notebook``: register the ``%%pi`` transformer and magics."""
-    from .notebook.extension import load_ipython_extension as _load
+    from .notebook.load import load_ipython_extension as _load
 
     _load(ipython)
 
 
 def unload_ipython_extension(ipython: Any) -> None:
     """``%unload_ext pi_notebook``: remove what ``load_ipython_extension`` registered."""
-    from .notebook.extension import unload_ipython_extension as _unload
+    from .notebook.load import unload_ipython_extension as _unload
 
     _unload(ipython)
 
 
-def current(name: str | None = None) -> Agent:
-    """The kernel's conversation used by ``%%pi`` (created on first use)."""
+def current(name: str | None = None) -> AgentSession:
+    """The kernel's conversation ``name`` used by ``%%pi`` (created on first use): its
+    ``AgentSession`` (``await current().prompt(...)`` retries, compacts and records as a cell
+    does; the ``Agent`` is ``current().agent``)."""
     from .notebook.conversations import current as _current
 
     return _current(name)

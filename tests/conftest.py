@@ -37,6 +37,17 @@ def pytest_configure(config: pytest.Config) -> None:
     os.environ.pop("PI_NOTEBOOK_SESSION_DIR", None)
 
 
+BROWSER_TIMEOUT_S = 480
+"""A browser test's limit: JupyterLab or Notebook 7 started, Chromium driven through several
+cells, on a shared 2-core machine. Everything else has the ``timeout`` of pyproject.toml."""
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        if item.get_closest_marker("browser") is not None and item.get_closest_marker("timeout") is None:
+            item.add_marker(pytest.mark.timeout(BROWSER_TIMEOUT_S))
+
+
 def pytest_unconfigure(config: pytest.Config) -> None:
     for key, value in _saved.items():
         if value is None:

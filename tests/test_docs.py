@@ -68,6 +68,7 @@ def test_magic_reference_does_not_depend_on_the_terminal_width() -> None:
         capture_output=True,
         text=True,
         check=False,
+        timeout=120,
     )
     assert result.returncode == 0, result.stderr
 

@@ -267,7 +267,9 @@ def test_importing_the_notebook_package_loads_none_of_its_modules() -> None:
         "import sys, pi_notebook.notebook\n"
         "print(sorted(m for m in sys.modules if m.startswith('pi_notebook.notebook.')))"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120
+    )
     assert out.stdout.strip() == "[]"
 
 
@@ -275,7 +277,9 @@ def _new_modules(setup: str, code: str) -> list[str]:
     """The modules ``code`` imports in a fresh interpreter after ``setup`` ran."""
     script = f"import sys\n{setup}\nbefore = set(sys.modules)\n{code}\n"
     script += "print(sorted(set(sys.modules) - before))"
-    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
+    out = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, check=True, timeout=120
+    )
     return list(ast.literal_eval(out.stdout.strip().splitlines()[-1]))
 
 

@@ -5,6 +5,7 @@
 * What a tool returns becomes an ``AgentToolResult`` (``AgentToolResult.of``): a result as is,
   a ``str`` as one text block, content blocks as the content, anything else as JSON text.
 * ``ToolBatch`` runs the tool calls of one assistant message (Pi's ``executeToolCalls*``).
+  Every settled result is capped (``result_cap``: Pi's 2,000 lines / 50 KB) before its events.
 * A tool still running ``ABORT_GRACE_S`` after the run was aborted is cancelled (Pi waits for
   it, however long): a tool that ignores its ``signal`` must not keep a Stop or an interrupt
   from ending the run. Its result says so; a sync tool's thread cannot be stopped and finishes
@@ -28,6 +29,7 @@ from ..ai.abort import ABORT_MESSAGE, AbortSignal, CancelScope
 from ..ai.event_stream import spawn
 from ..ai.types import AssistantMessage, ImageContent, TextContent, ToolCall, ToolResultMessage, now_ms
 from ..ai.validation import validate_tool_arguments
+from .result_cap import cap_result
 from .types import (
     AfterToolCallContext,
     AfterToolCallResult,
@@ -172,9 +174,15 @@ class _Prepared:
 
 @dataclass(slots=True)
 class _Finalized:
+    """A call's settled result: every result passes here, so this is where it is capped
+    (``result_cap``) before its end event, its result message, the context and the session."""
+
     tool_call: ToolCall
     result: AgentToolResult
     is_error: bool
+
+    def __post_init__(self) -> None:
+        self.result = cap_result(self.result)
 
 
 def _failed(tool_call: ToolCall, text: str) -> _Finalized:

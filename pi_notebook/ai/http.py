@@ -33,7 +33,7 @@ import httpx
 
 from .abort import AbortError, AbortSignal, run_abortable
 from .options import StreamOptions
-from .redact import redact, secret_header_values
+from .redact import redact, redact_url, secret_header_values, url_secrets
 
 _clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, httpx.AsyncClient] = (
     weakref.WeakKeyDictionary()
@@ -341,19 +341,20 @@ async def open_stream(
             response = await _send(client, build, options.signal)
         except httpx.TransportError as exc:
             # The exception type says what failed (ConnectError: refused, ReadTimeout, ...).
-            error = ProviderError(None, transport_error_text(exc, timeout))
+            error = ProviderError(None, redact(transport_error_text(exc, timeout), url_secrets(url)))
             error.kind = "timeout" if isinstance(exc, httpx.TimeoutException) else "connect"
         else:
             if response.status_code < 300:
                 return response
             text = (await response.aread()).decode("utf-8", "replace")
             await response.aclose()
-            text = redact(text, secret_header_values(headers))  # servers may echo the key back
+            # servers may echo the key back, or the URL with its userinfo or query
+            text = redact(text, [*secret_header_values(headers), *url_secrets(url)])
             error = ProviderError(
                 response.status_code, format_error_body(response.status_code, text), response.headers, text
             )
             error.reason = response.reason_phrase
-        error.url = url
+        error.url = redact_url(url)
         if options.signal is not None and options.signal.aborted:
             raise AbortError("Request aborted")  # Pi: an aborted request is never retried
         if attempt >= max_retries or not is_retryable(error):
@@ -362,7 +363,7 @@ async def open_stream(
         if requested and cap_ms > 0 and delay * 1000 > cap_ms:
             note = f"Server requested {math.ceil(delay)}s retry delay (max: {math.ceil(cap_ms / 1000)}s). "
             capped = ProviderError(error.status, f"{note}{error}", error.headers, error.body)
-            capped.retry_note, capped.kind, capped.url = note, error.kind, url
+            capped.retry_note, capped.kind, capped.url = note, error.kind, error.url
             raise capped
         await abortable_sleep(delay, options.signal)
         attempt += 1

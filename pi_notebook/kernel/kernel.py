@@ -75,18 +75,41 @@ class PiKernel(IPythonKernel):  # type: ignore[misc]
         allow_stdin: bool = False,
         **kwargs: Any,
     ) -> Any:
-        if self.router is not None and not silent:
-            self.router.current = code
-        # a frontend that can answer input() and names no notebook cell is a terminal
-        self.terminal = bool(allow_stdin) and not kwargs.get("cell_id")
         try:
+            if self.router is not None and not silent:
+                self.router.current = code
+            # a frontend that can answer input() and names no notebook cell is a terminal
+            self.terminal = bool(allow_stdin) and not kwargs.get("cell_id")
+            # ipykernel reads the traceback of the last error into an error reply, but only its
+            # synchronous run_cell resets it: without this a first cell failing with no traceback
+            # (a UsageError) breaks the handler, and a later one replies an earlier traceback.
+            self.shell._last_traceback = None
             return await super().do_execute(
                 code, silent, store_history, user_expressions, allow_stdin, **kwargs
             )
+        except Exception as error:  # whatever fails around the cell, the frontend gets a reply
+            return self._failed_reply(error)
         finally:
             self.terminal = False
             if self.router is not None:
                 self.router.current = None
+
+    def _failed_reply(self, error: Exception) -> dict[str, Any]:
+        """The error reply of a request the kernel itself failed to run: the one line on stderr
+        and in the reply, the stack in the kernel's log, so the cell ends rather than hangs."""
+        self.log.error("The Pi kernel failed to run a cell", exc_info=error)
+        line = f"{type(error).__name__}: {error}".splitlines()[0]
+        sys.stderr.write(line + " (the kernel's log has the details; the kernel still runs)\n")
+        sys.stderr.flush()
+        return {
+            "status": "error",
+            "ename": type(error).__name__,
+            "evalue": str(error),
+            "traceback": [line],
+            "execution_count": self.shell.execution_count - 1,
+            "user_expressions": {},
+            "payload": [],
+        }
 
     def draw_run(self, prompt: str, notices: tuple[str, ...]) -> TerminalView | None:
         """The view of a run for the request being executed: text for a terminal, else the
@@ -100,25 +123,42 @@ class PiKernel(IPythonKernel):  # type: ignore[misc]
     def _ipython_complete(self, code: str, cursor_pos: int) -> dict[str, Any]:
         return super().do_complete(code, cursor_pos)  # type: ignore[no-any-return]
 
+    def _assist_failed(self, request: str, error: Exception) -> dict[str, Any]:
+        """The error reply of a completion or inspection that failed: the editor gets an answer
+        (nothing to offer), the kernel's log the stack."""
+        self.log.error("The Pi kernel failed to answer a %s", request, exc_info=error)
+        line = f"{type(error).__name__}: {error}".splitlines()[0]
+        return {"status": "error", "ename": type(error).__name__, "evalue": str(error), "traceback": [line]}
+
     def do_complete(self, code: str, cursor_pos: int | None) -> dict[str, Any]:
         cursor = len(code) if cursor_pos is None else cursor_pos
         shell = self.shell
         commands, names = (lambda: _subcommands(shell)), (lambda: _slash_names(shell))
-        return assist.complete_reply(code, cursor, self._ipython_complete, commands, names)
+        try:
+            return assist.complete_reply(code, cursor, self._ipython_complete, commands, names)
+        except Exception as error:
+            return self._assist_failed("complete_request", error)
 
     def do_inspect(
         self, code: str, cursor_pos: int | None, detail_level: int = 0, omit_sections: Any = ()
     ) -> dict[str, Any]:
         cursor = len(code) if cursor_pos is None else cursor_pos
-        kind = classify(code)
-        if kind == "prompt":
-            return assist.inspect_prompt(code, cursor, self.shell.user_ns)
-        if kind == "python":
-            code = assist.mask_python_marker(code)
-        return super().do_inspect(code, cursor, detail_level, omit_sections)  # type: ignore[no-any-return]
+        try:
+            kind = classify(code)
+            if kind == "prompt":
+                return assist.inspect_prompt(code, cursor, self.shell.user_ns)
+            if kind == "python":
+                code = assist.mask_python_marker(code)
+            return super().do_inspect(code, cursor, detail_level, omit_sections)  # type: ignore[no-any-return]
+        except Exception as error:
+            return self._assist_failed("inspect_request", error)
 
     def do_is_complete(self, code: str) -> dict[str, Any]:
-        return assist.is_complete(code)
+        try:
+            return assist.is_complete(code)
+        except Exception as error:  # "unknown": the frontend decides, as for a kernel that cannot tell
+            self._assist_failed("is_complete_request", error)
+            return {"status": "unknown"}
 
 
 def _subcommands(shell: Any) -> list[str]:

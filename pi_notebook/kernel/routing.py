@@ -4,12 +4,17 @@ The rule, on the cell's text as the user wrote it:
 
 1. first line exactly ``%%python`` (trailing spaces allowed): the rest of the cell is ordinary
    IPython code;
-2. else, the first non-blank line starts (after indentation) with ``%`` or ``!``: IPython
+2. else, first line exactly ``# Parameters`` and the rest Python that does nothing but assign
+   (at least one assignment; comments and blank lines allowed): the whole cell is Python. This
+   is the cell papermill injects for ``-p NAME VALUE`` (its Python translator writes that
+   comment line, then one assignment per parameter), and what a notebook's own ``parameters``
+   cell may look like; a prompt that starts with that line but goes on in prose stays a prompt;
+3. else, the first non-blank line starts (after indentation) with ``%`` or ``!``: IPython
    (``%pi resume``, ``%timeit``, ``!pip install``), and ``%%pi OPTIONS`` is the ``%%pi`` cell it
    reads as: a prompt with those options;
-3. else, a cell with any non-blank text is a prompt: the ``%%pi`` cell with no options, with the
+4. else, a cell with any non-blank text is a prompt: the ``%%pi`` cell with no options, with the
    whole cell as its body (a ``%`` or ``!`` later in the text is prose);
-4. a cell with nothing but blank lines runs as IPython, which does nothing.
+5. a cell with nothing but blank lines runs as IPython, which does nothing.
 
 Only the cell of the kernel's own ``execute_request`` is routed (``CellRouter.current``):
 IPython also transforms code that tools and user code run (``run_code``, ``run_cell``), and
@@ -19,20 +24,34 @@ behind this one turns into the awaited run, so a prompt and a ``%%pi`` cell take
 
 from __future__ import annotations
 
+import ast
 from dataclasses import dataclass
 from typing import Any, Literal, TypeAlias
 
-__all__ = ["PYTHON_MARKER", "CellKind", "CellRouter", "classify", "install_router"]
+__all__ = ["PARAMETERS_MARKER", "PYTHON_MARKER", "CellKind", "CellRouter", "classify", "install_router"]
 
 CellKind: TypeAlias = Literal["python", "ipython", "prompt", "empty"]
 
 PYTHON_MARKER = "%%python"
+PARAMETERS_MARKER = "# Parameters"
+"""The first line of papermill's injected parameters cell for Python kernels."""
+
+
+def _is_parameters(lines: list[str]) -> bool:
+    """``lines`` are a ``# Parameters`` line and Python that only assigns (rule 2)."""
+    if not lines or lines[0].rstrip() != PARAMETERS_MARKER:
+        return False
+    try:
+        body = ast.parse("\n".join(lines[1:])).body
+    except (SyntaxError, ValueError):  # prose, or a NUL byte
+        return False
+    return bool(body) and all(isinstance(node, ast.Assign | ast.AnnAssign) for node in body)
 
 
 def classify(cell: str) -> CellKind:
     """The kind of ``cell`` by the module's rule."""
     lines = cell.splitlines()
-    if lines and lines[0].rstrip() == PYTHON_MARKER:
+    if (lines and lines[0].rstrip() == PYTHON_MARKER) or _is_parameters(lines):
         return "python"
     for line in lines:
         stripped = line.lstrip()
@@ -63,7 +82,8 @@ class CellRouter:
             return lines
         kind = classify(self.current)
         if kind == "python":
-            return lines[1:]
+            # the %%python line goes; a parameters cell's comment line may stay
+            return lines[1:] if lines[0].rstrip() == PYTHON_MARKER else lines
         if kind == "prompt":
             return ["%%pi\n", *lines]
         return lines

@@ -24,8 +24,8 @@ import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ..notebook.view.reduce import ViewState, add_notice, mark_approval, reduce
-from ..notebook.view.render.text import end_text, footer_text, format_args
+from ..notebook.view.reduce import ToolCard, ViewState, add_notice, mark_approval, reduce
+from ..notebook.view.render.text import args_text, end_text, footer_text, format_args
 
 __all__ = ["TerminalView"]
 
@@ -37,6 +37,18 @@ def _write(text: str) -> None:
     sys.stdout.write(text)
 
 
+def _shown_args(card: ToolCard | None) -> str:
+    """A call's arguments after its name: `` {json}`` on the line when they are one line,
+    else the lines (code as code, ``render.text.args_text``) indented below it."""
+    if card is None:
+        return ""
+    text = args_text(card)
+    if "\n" in text:
+        return "\n" + "\n".join("    " + line if line else line for line in text.split("\n"))
+    raw = format_args(card, indent=None)
+    return f" {raw}" if raw else ""
+
+
 class TerminalView:
     """The ``RunView`` of a terminal frontend (module docstring)."""
 
@@ -44,11 +56,14 @@ class TerminalView:
         self.state = ViewState(prompt=prompt)
         self._ask = ask
         self._at_line_start = True
+        self._last_shown: str | None = None
+        """The call whose start line, with its arguments, is the last thing written."""
         for line in notices:
             self.add_notice(line)
 
     def _emit(self, text: str) -> None:
         if text:
+            self._last_shown = None
             _write(text)
             self._at_line_start = text.endswith("\n")
 
@@ -67,17 +82,20 @@ class TerminalView:
                 self._emit("\n")
         elif kind == "tool_execution_start":
             card = self.state.tool_card(event.tool_call_id)
-            args = format_args(card, indent=None) if card is not None else ""
-            self._line(f"[tool] {event.tool_name} {args}".rstrip())
+            self._line(f"[tool] {event.tool_name}{_shown_args(card)}")
+            self._last_shown = event.tool_call_id
         elif kind == "tool_execution_end":
             self._line(f"[tool] {event.tool_name}: {'error' if event.is_error else 'done'}")
 
     def request_approval(self, tool_call_id: str) -> asyncio.Future[bool]:
         card = self.state.tool_card(tool_call_id)
         name = card.name if card is not None else "the tool"
-        args = format_args(card, indent=None) if card is not None else ""
         mark_approval(self.state, tool_call_id, "pending_approval")
-        approved = self._question(f"Approve {name} {args}? [y/N] ".replace("  ", " "))
+        # right below the call's own lines the question need not repeat its arguments
+        shown = "" if tool_call_id == self._last_shown else _shown_args(card)
+        # arguments on lines of their own: the question asks after them, on its own line
+        question = f"Approve {name}?{shown}\n[y/N] " if "\n" in shown else f"Approve {name}{shown}? [y/N] "
+        approved = self._question(question)
         mark_approval(self.state, tool_call_id, "running" if approved else "denied")
         if not approved:
             self._line(f"[tool] {name}: denied")

@@ -23,6 +23,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, TypeAlias, cast
 
+from ..ai.redact import redact_url
+
 __all__ = [
     "DEFAULT_APPROVAL",
     "DEFAULT_CALL_TIMEOUT",
@@ -109,7 +111,7 @@ class ServerConfig:
         if self.command:
             return shlex.join(self.command)
         names = sorted({*self.headers, *self.headers_from_env})
-        return f"{self.url}" + (f" (headers: {', '.join(names)})" if names else "")
+        return redact_url(self.url or "") + (f" (headers: {', '.join(names)})" if names else "")
 
 
 def _missing(server: str, what: str, variable: str) -> str:

@@ -28,6 +28,7 @@ from mcp.shared.exceptions import MCPError
 from mcp_types import CONNECTION_CLOSED, REQUEST_TIMEOUT
 from pydantic import ValidationError
 
+from ..ai.redact import redact, url_secrets
 from .config import ServerConfig
 from .runtime import BackgroundLoop
 from .tools import McpTool, McpToolError, build_tool
@@ -95,6 +96,8 @@ def describe_failure(exc: BaseException, config: ServerConfig) -> str:
         return "the connection closed during the handshake (did the command start an MCP server?)"
     text = str(exc) or type(exc).__name__
     plain = isinstance(exc, MCPError | ValueError | OSError)  # their messages stand on their own
+    # an HTTP error may quote the server's URL, with a token in its query or userinfo
+    text = redact(text, url_secrets(config.url))
     return _one_line(text if plain else f"{type(exc).__name__}: {text}")
 
 

@@ -3,25 +3,29 @@ ipywidgets.
 
 Top level, the extension and what every part reads:
 
-* ``extension`` (``%load_ext``: the ``%%pi`` input transformer), ``magics`` (``PiMagics``: the
+* ``load`` (``%load_ext``: the ``%%pi`` input transformer), ``magics`` (``PiMagics``: the
   ``%%pi`` fallback and ``%pi``), ``config`` (``PiConfig``, the ``%%pi`` parser, the policy
-  names), ``options`` (the options of one cell), ``state`` (``NotebookState``, one per shell:
-  conversations, defaults, notebook tools, cell error log, approval setup, the kernel's MCP
-  servers), ``observer`` (the hooks a conversation recorder plugs into), ``result``
-  (``PiResult``), ``conversations`` (the functions behind ``pi_notebook.current()``),
-  ``faux_stand_in`` (the offline model when none is configured), ``pi_extensions``
-  (``NotebookExtensions``: Pi's extensions in the kernel, loaded on first use).
+  names), ``options`` (the options of one cell), ``defaults`` (the settings in force:
+  ``c.PiMagics`` over Pi's ``settings.json``), ``state`` (``NotebookState``, one per shell:
+  its conversations, defaults, notebook tools, cell error log, approval setup, the kernel's MCP
+  servers), ``result`` (``PiResult``), ``conversations`` (the functions behind
+  ``pi_notebook.current()``), ``resources`` (Pi's context files, skills and templates of the
+  folder), ``pi_extensions`` (``NotebookExtensions``: Pi's extensions in the kernel, loaded on
+  first use), ``usage_log`` (every run's tokens and cost).
 
 Sub-packages, by concern:
 
 * ``commands/``: the ``%pi`` subcommands (``conversation``, ``mcp``, ``sessions``,
   ``extensions``: ``%pi extension ...`` and the commands extensions register).
-* ``run/``: one cell's run: ``plan`` (the cell planned as a value), ``runner`` (the plan run
-  through the conversation's ``AgentSession``), ``approval`` (the gate, ``ask_approval`` for
-  user hooks, the run mode), ``extension_ui`` (``CellUI``: an extension's ``ctx.ui`` in the
-  cell, or the headless answers), ``requests`` (the run's ``AgentRunOptions``), ``errors``.
-* ``kernel/``: what depends on the ipykernel version: ``compat``, ``interrupts`` (SIGINT and
-  the fallback's main-thread bridge).
+* ``run/``: one cell's run: ``context`` (the cell's surroundings, worked out once), ``plan``
+  (the cell planned as a value), ``runner`` (the plan run through the conversation's
+  ``AgentSession``), ``approval`` (the gate, ``ask_approval`` for user hooks, the run mode),
+  ``extension_ui`` (``CellUI``: an extension's ``ctx.ui`` in the cell, or the headless
+  answers), ``requests`` (the run's ``AgentRunOptions``), ``errors``, ``faux_stand_in`` (the
+  offline model when none is configured).
+* ``host/``: every ipykernel / IPython wrapper, what depends on the ipykernel version:
+  ``compat``, ``interrupts`` (SIGINT and the fallback's main-thread bridge), ``pages``,
+  ``queued``. (``pi_notebook.kernel`` is the Pi kernel, another thing.)
 * ``view/``: ``reduce``, the pure reducer of agent and session events into a ``ViewState``
   (``state``, ``notices``), with no widget imports; ``render/`` (``text``, ``static_html``,
   ``markdown``): deterministic ``text/plain``, static ``text/html`` and Markdown from a
@@ -32,14 +36,15 @@ Sub-packages, by concern:
 * ``tools/``: the notebook tools (``notebook_tools``) and what they read: ``cells``,
   ``cell_log``, ``outputs``, ``references`` (bounded, secret-safe summaries) and ``summaries/``
   (one module a data library).
-* ``sessions/``: the glue to Pi session files: ``sessions`` (one ``AgentSession`` per
-  conversation, where it records, resume), ``replay``.
+* ``sessions/``: the conversations and their Pi session files: ``conversations`` (the registry
+  of ``AgentSession``s), ``files`` (where they record, this notebook's recordings),
+  ``observer``, ``replay``.
 
 The sub-packages import the top level and each other without a cycle (``commands`` ->
-``run`` -> ``sessions``, ``tools``, ``view``, ``kernel``); their ``__init__`` files import
+``run`` -> ``sessions``, ``tools``, ``view``, ``host``); their ``__init__`` files import
 nothing. Importing this package imports nothing heavy either: the names of ``__all__`` load
-their module on first access. ``%load_ext`` loads only ``extension``, ``magics``, ``config``,
-``state``, ``tools.cell_log`` and ``kernel.compat`` (and what they import: IPython,
+their module on first access. ``%load_ext`` loads only ``load``, ``magics``, ``config``,
+``state``, ``tools.cell_log`` and ``host.compat`` (and what they import: IPython,
 traitlets, ``tools.references``); the agent, pydantic, httpx, ipywidgets and the renderers load
 with the first ``%%pi`` or ``%pi``.
 """
@@ -52,13 +57,13 @@ from .._lazy import exports
 
 if TYPE_CHECKING:
     from .config import PiConfig
-    from .extension import load_ipython_extension, unload_ipython_extension
+    from .load import load_ipython_extension, unload_ipython_extension
     from .magics import PiMagics
-    from .observer import StateObserver
     from .result import PiResult
     from .run.approval import ask_approval
     from .run.errors import RunFailed
     from .run.runner import run_pi, run_pi_sync
+    from .sessions.observer import StateObserver
     from .state import NotebookState, state_for
     from .view.live import LiveView
     from .view.render import render_html, render_text
@@ -72,16 +77,16 @@ _HOMES = {
     "PiResult": "result",
     "RunFailed": "run.errors",
     "RunView": "view.run_view",
-    "StateObserver": "observer",
+    "StateObserver": "sessions.observer",
     "StaticView": "view.run_view",
     "ask_approval": "run.approval",
-    "load_ipython_extension": "extension",
+    "load_ipython_extension": "load",
     "render_html": "view.render",
     "render_text": "view.render",
     "run_pi": "run.runner",
     "run_pi_sync": "run.runner",
     "state_for": "state",
-    "unload_ipython_extension": "extension",
+    "unload_ipython_extension": "load",
 }
 __all__ = [
     "LiveView",

@@ -229,6 +229,10 @@ class PiConfig(Configurable):
                 return True
         return bool(getattr(self, name) != self.trait_defaults(name))
 
+    def user_set_of(self, names: tuple[str, ...]) -> frozenset[str]:
+        """Those of ``names`` the user set (``user_set``), in one call."""
+        return frozenset(name for name in names if self.user_set(name))
+
     def defaults(self) -> Defaults:
         """The traits' settings of a new conversation (Pi's ``settings.json`` is not read here:
         ``defaults.effective`` adds it); the model falls back to ``$PI_NOTEBOOK_MODEL``."""

@@ -1,55 +1,50 @@
-"""The kernel's conversations: one ``Agent`` per name, ``"default"`` unless ``--name`` says otherwise.
-
-A conversation continues across ``%%pi`` cells until ``--new`` replaces it or ``%pi reset``
-clears it. ``current(name)`` is the same object ``%%pi`` uses, so Python code can subscribe,
-set hooks, add tools, steer or read ``state.messages``.
-
-A new conversation takes its model, thinking level and system prompt from the defaults
-(``c.PiMagics.*``, the model falling back to ``PI_NOTEBOOK_MODEL``). Options given on a cell
-(``--model``, ``--thinking``, ``--system``) change the conversation they run in and stay in
-effect for its later cells. The conversations belong to the shell's ``NotebookState``; these
-functions use the running IPython's (``shell`` picks another).
+"""The kernel's conversations for Python code: ``current(name)`` is the ``AgentSession`` that
+``%%pi`` cells of that name use (``"default"`` unless ``--name`` says otherwise), created on
+first use; ``new`` replaces one, ``names`` lists them, ``clear`` forgets them all. They are the
+shell's ``NotebookState.conversations`` (``sessions/conversations.py``); these functions use
+the running IPython's (``shell`` picks another).
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ..agent import Agent
-from ..agent.agent import has_model
 from .config import DEFAULT_NAME, DEFAULT_SYSTEM_PROMPT, MODEL_ENV, Defaults
-from .options import resolve_model
-from .state import state_for
+
+if TYPE_CHECKING:
+    from ..runtime import AgentSession
+    from .sessions.conversations import Conversations
 
 __all__ = [
-    "DEFAULT_NAME",
-    "DEFAULT_SYSTEM_PROMPT",
-    "MODEL_ENV",
-    "Defaults",
-    "clear",
-    "current",
-    "has_model",
-    "names",
-    "new",
-    "resolve_model",
+    "DEFAULT_NAME", "DEFAULT_SYSTEM_PROMPT", "MODEL_ENV", "Defaults", "clear", "current", "names", "new"
 ]
 
 
-def current(name: str | None = None, *, shell: Any = None) -> Agent:
-    """The conversation ``name`` (default ``"default"``), created on first use."""
-    return state_for(shell).conversation(name)
+# --- the functions behind ``pi_notebook.current()`` ---------------------------------------------
 
 
-def new(name: str | None = None, *, shell: Any = None) -> Agent:
+def _conversations(shell: Any) -> Conversations:
+    from .state import state_for
+
+    return state_for(shell).conversations
+
+
+def current(name: str | None = None, *, shell: Any = None) -> AgentSession:
+    """The conversation ``name`` (default ``"default"``), created on first use: its
+    ``AgentSession`` (the agent is ``.agent``)."""
+    return _conversations(shell).session(name)
+
+
+def new(name: str | None = None, *, shell: Any = None) -> AgentSession:
     """Replace conversation ``name`` by a fresh one (an active run of the old one is aborted)
     that keeps its model and thinking level, as ``%%pi --new`` does."""
-    return state_for(shell).new_conversation(name)
+    return _conversations(shell).new(name).session
 
 
 def names(*, shell: Any = None) -> list[str]:
-    return state_for(shell).names()
+    return _conversations(shell).names()
 
 
 def clear(*, shell: Any = None) -> None:
     """Forget every conversation (aborting active runs); the next ``current()`` starts fresh."""
-    state_for(shell).clear()
+    _conversations(shell).clear()

@@ -23,12 +23,12 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
-from ..runtime.settings import RetrySettings
+from ..runtime.settings import AgentSessionSettings, RetrySettings
 from ..runtime.settings_file import PiSettings, read_pi_settings
 from ..session.compaction import CompactionSettings
-from .config import MODEL_ENV, PiConfig
+from .config import MODEL_ENV, PiConfig, timeout_ms
 
-__all__ = ["Effective", "effective"]
+__all__ = ["Effective", "effective", "session_settings"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,12 +69,20 @@ class Effective:
 PI_SOURCE = "Pi's settings.json"
 
 
+USER_SET = (
+    "thinking", "retries", "retry_base_delay",
+    "compact", "compact_reserve_tokens", "compact_keep_recent_tokens",
+)
+"""The traits Pi's ``settings.json`` gives way to when the user set them."""
+
+
 def effective(config: PiConfig, project: str | None = None) -> Effective:
     """The defaults ``config`` and Pi's ``settings.json`` give together (module docstring);
     ``project``: a trusted folder whose ``.pi/settings.json`` applies too."""
     pi = read_pi_settings(project_dir=project)
+    mine = config.user_set_of(USER_SET)
     model, source = _model(config, pi)
-    thinking_from_pi = not config.user_set("thinking") and pi.default_thinking_level is not None
+    thinking_from_pi = "thinking" not in mine and pi.default_thinking_level is not None
     thinking = pi.default_thinking_level if thinking_from_pi else config.thinking
     return Effective(
         model=model,
@@ -82,21 +90,34 @@ def effective(config: PiConfig, project: str | None = None) -> Effective:
         thinking=str(thinking),
         thinking_from_pi=thinking_from_pi,
         system=config.system,
-        retries=_retries(config, pi),
+        retries=_retries(config, pi, mine),
         retry_base_delay=(
             float(config.retry_base_delay)
-            if config.user_set("retry_base_delay") or "base_delay_ms" not in pi.retry
+            if "retry_base_delay" in mine or "base_delay_ms" not in pi.retry
             else pi.retry["base_delay_ms"] / 1000
         ),
         compaction=CompactionSettings(
-            enabled=bool(_pick(config, "compact", pi.compaction, "enabled")),
-            reserve_tokens=int(_pick(config, "compact_reserve_tokens", pi.compaction, "reserve_tokens")),
+            enabled=bool(_pick(config, mine, "compact", pi.compaction, "enabled")),
+            reserve_tokens=int(
+                _pick(config, mine, "compact_reserve_tokens", pi.compaction, "reserve_tokens")
+            ),
             keep_recent_tokens=int(
-                _pick(config, "compact_keep_recent_tokens", pi.compaction, "keep_recent_tokens")
+                _pick(config, mine, "compact_keep_recent_tokens", pi.compaction, "keep_recent_tokens")
             ),
         ),
         default_thinking_level=pi.default_thinking_level or "medium",
         pi=pi,
+    )
+
+
+def session_settings(chosen: Effective, timeout: float) -> AgentSessionSettings:
+    """A conversation's session settings from the settings in force: retries and compaction,
+    and ``timeout`` (seconds, ``--timeout``) for its summary requests."""
+    return AgentSessionSettings(
+        retry=chosen.retry,
+        compaction=chosen.compaction,
+        summary_timeout_ms=timeout_ms(timeout),
+        default_thinking_level=chosen.default_thinking_level,
     )
 
 
@@ -110,15 +131,16 @@ def _model(config: PiConfig, pi: PiSettings) -> tuple[str, str]:
     return "", ""
 
 
-def _pick(config: PiConfig, trait: str, section: dict[str, Any], key: str) -> Any:
-    """The trait when the user set it or Pi's file does not have ``key``, else the file's value."""
-    if config.user_set(trait) or key not in section:
+def _pick(config: PiConfig, mine: frozenset[str], trait: str, section: dict[str, Any], key: str) -> Any:
+    """The trait when the user set it (``mine``) or Pi's file does not have ``key``, else the
+    file's value."""
+    if trait in mine or key not in section:
         return getattr(config, trait)
     return section[key]
 
 
-def _retries(config: PiConfig, pi: PiSettings) -> int:
-    if config.user_set("retries"):
+def _retries(config: PiConfig, pi: PiSettings, mine: frozenset[str]) -> int:
+    if "retries" in mine:
         return int(config.retries)
     if pi.retry.get("enabled") is False:
         return 0

@@ -2,7 +2,7 @@
 ``%%pi`` cell magic and the ``%pi`` line magic.
 
 The interactive ``%%pi`` path does not go through IPython's magic machinery: the input
-transformer (``extension.py``) rewrites the cell into ``await run_pi(line, body)``. The cell
+transformer (``load.py``) rewrites the cell into ``await run_pi(line, body)``. The cell
 magic registered here is the non-interactive fallback (autoawait off, ``run_cell_magic`` from
 code). Both parse the same options (``options.py``).
 

@@ -19,14 +19,14 @@ from ..ai.models import resolve_model as catalogue_resolve_model
 from ..ai.types import Model
 from ..runtime import Budget
 from .config import DEFAULT_NAME, PARSER, REPLAY_ENV, PiConfig, Policy, env_flag
-from .faux_stand_in import FAUX_PROVIDER, stand_in_model
+from .run.faux_stand_in import FAUX_PROVIDER, stand_in_model
 from .tools.notebook_tools import mcp_tool_patterns, parse_tools_spec
 
 
 def resolve_model(spec: str) -> Model:
     """``provider:id`` (or a unique bare id) -> a ``Model``; local servers such as
     ``ollama:llama3.2`` resolve without registration, and ``faux:<id>`` without a registered
-    faux provider is the honest stand-in (``faux_stand_in.py``). Raises ``ValueError`` with a
+    faux provider is the honest stand-in (``run/faux_stand_in.py``). Raises ``ValueError`` with a
     one-line reason."""
     try:
         return catalogue_resolve_model(spec)

@@ -1,5 +1,5 @@
 """``NotebookExtensions``: Pi's extensions (``pi_notebook.runtime.extensions``) in one kernel.
-Not to be confused with ``extension.py``, which makes ``pi_notebook`` an IPython extension.
+Not to be confused with ``load.py``, which makes ``pi_notebook`` an IPython extension.
 
 One ``ExtensionRunner`` per shell serves every conversation; ``pi.send_message`` and friends
 act on the conversation that runs (or ran last). Extensions load on first use (the first
@@ -50,11 +50,12 @@ class NotebookExtensions:
             atexit.register(self._shutdown_all)
             self._exit_hook = True
 
-    async def discover(self) -> list[Extension]:
+    async def discover(self, at: tuple[str, bool] | None = None) -> list[Extension]:
         """Load what is installed and what the (trusted) project holds, once per folder and
-        trust decision."""
-        folder = self.folder()
-        seen = (folder, self.project_trusted(Path(folder)))  # trust given since: the project loads
+        trust decision (``at``: the folder and its trust as a cell found them, else looked up)."""
+        folder = self.folder() if at is None else at[0]
+        trusted = self.project_trusted(Path(folder)) if at is None else at[1]
+        seen = (folder, trusted)  # trust given since: the project loads
         if self._discovered == seen:
             return []
         self._discovered = seen

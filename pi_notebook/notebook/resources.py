@@ -1,5 +1,5 @@
 """``NotebookResources``: Pi's context files, skills, templates and project trust for the
-notebook's folder (the folder ``NotebookSessions.folder()`` names: the notebook's, else the
+notebook's folder (the folder ``SessionFiles.folder()`` names: the notebook's, else the
 working directory), or ``c.PiMagics.project_folder``.
 
 One ``ResourceLoader`` per folder, shared by the conversations of the shell; each conversation's
@@ -38,12 +38,19 @@ class NotebookResources:
     @property
     def folder(self) -> str:
         """``c.PiMagics.project_folder``, else the notebook's folder."""
+        return self.folder_of(self._folder())
+
+    def folder_of(self, notebook_folder: str) -> str:
+        """``c.PiMagics.project_folder``, else ``notebook_folder``."""
         configured = str(self._config().project_folder).strip()
-        return os.path.abspath(os.path.expanduser(configured) if configured else self._folder())
+        return os.path.abspath(os.path.expanduser(configured) if configured else notebook_folder)
 
     def loader(self) -> ResourceLoader:
         """The loader of the notebook's folder (created on first use)."""
-        folder = self.folder
+        return self.loader_at(self.folder)
+
+    def loader_at(self, folder: str) -> ResourceLoader:
+        """The loader of ``folder`` (created on first use)."""
         loader = self._loaders.get(folder)
         if loader is None:
             loader = self._loaders[folder] = ResourceLoader(folder, trusted=self._decide)

@@ -1,17 +1,17 @@
 """``NotebookState``: everything ``pi_notebook`` keeps for one IPython shell.
 
 One object per ``InteractiveShell`` (``state_for(shell)``) owns the conversations (one
-``Agent`` per name), the configured defaults (``PiConfig``, the ``PiMagics`` of a loaded
-extension), the notebook tools and the cell error log they read, and how a run's approval
-policy is chosen, and the MCP servers of the kernel (one ``McpManager``, created on first
-use: ``%pi mcp``, ``c.PiMagics.mcp_config``). It is also the place where a recorder of the
-conversations plugs in: an observer added with ``observe`` hears when a conversation is
-created or reset, when a run starts and ends, and every message appended to a conversation (a
-``message_end`` event, whether the run came from ``%%pi`` or from Python code awaiting the
-``Agent``), as the conversation's ``AgentSession`` (``sessions/sessions.py``) tells it.
+``AgentSession`` per name, ``sessions/conversations.py``), the configured defaults (``PiConfig``, the
+``PiMagics`` of a loaded extension), where session files go (``sessions/files.py``), the
+notebook tools and the cell error log they read, how a run's approval policy is chosen, and the
+MCP servers of the kernel (one ``McpManager``, created on first use: ``%pi mcp``,
+``c.PiMagics.mcp_config``). It is also the place where a recorder of the conversations plugs in:
+an observer added with ``observe`` hears when a conversation is created or reset, when a run
+starts and ends, and every message a conversation ends (a ``message_end`` of its
+``AgentSession``, whether the run came from ``%%pi`` or from Python code).
 
 ``%load_ext`` creates the state, so creating it is cheap: the agent layer, the notebook tools,
-the session recorder and the approval machinery load when first used (the imports inside the
+the session files and the approval machinery load when first used (the imports inside the
 methods below), not at load.
 """
 
@@ -22,27 +22,34 @@ import weakref
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
-from .config import DEFAULT_NAME, PiConfig, Policy
-from .observer import StateObserver
+from .config import PiConfig, Policy
+from .sessions.conversations import Conversations
+from .sessions.observer import StateObserver
 from .tools.cell_log import CellErrorLog
 from .usage_log import UsageLog
 
 if TYPE_CHECKING:
-    from ..agent import Agent
     from ..agent.types import AgentTool
-    from ..ai.types import UserMessage
+    from ..ai.types import Model, UserMessage
     from ..mcp import McpManager
+    from ..runtime import AgentSession
     from .defaults import Effective
     from .pi_extensions import NotebookExtensions
     from .resources import NotebookResources
     from .result import PiResult
     from .run.approval import ApprovalSetup, RunMode
-    from .sessions.sessions import NotebookSessions
+    from .sessions.files import SessionFiles
     from .tools.notebook_tools import NotebookTools
     from .view.run_view import RunView
 
 DrawRun = Callable[[str, "tuple[str, ...]"], "RunView | None"]
 """``NotebookState.draw_run``: (prompt, notices) -> the view of the run, or ``None``."""
+
+SESSION_TRAITS = (
+    "compact", "compact_reserve_tokens", "compact_keep_recent_tokens", "retries", "retry_base_delay",
+    "timeout",
+)
+"""The ``c.PiMagics`` traits of a conversation's ``AgentSessionSettings`` (``SessionFiles.settings``)."""
 
 MCP_INSTALL = "MCP servers need the mcp SDK: pip install 'pi-notebook[mcp]'"
 
@@ -54,12 +61,13 @@ class NotebookState:
 
     def __init__(self, shell: Any) -> None:
         self.shell = shell
-        self.conversations: dict[str, Agent] = {}
+        self.conversations = Conversations(self)
+        """Every conversation of the shell (``conversations.py``): the only place one is made."""
         self.errors = CellErrorLog()
         if shell is not None:
             self.errors.watch(shell)  # display outputs of the cells before the first %%pi too
         self._tools: NotebookTools | None = None
-        self._sessions: NotebookSessions | None = None
+        self._sessions: SessionFiles | None = None
         self.usage = UsageLog(shell)
         """Every run's tokens and cost, for ``%pi usage``."""
         self.observers: list[StateObserver] = [self.usage]
@@ -88,22 +96,17 @@ class NotebookState:
         return self._tools
 
     @property
-    def sessions(self) -> NotebookSessions:
-        """Records every conversation into a Pi session file (and keeps it for resume,
-        compaction and replay); ``sessions/sessions.py`` owns where and how. Created with the first
-        conversation (or on first use) as the first observer, so it hears every conversation."""
+    def sessions(self) -> SessionFiles:
+        """Where the conversations' Pi session files go and how this notebook's are found
+        (``sessions/files.py``), created on first use."""
         if self._sessions is None:
-            from .sessions.sessions import NotebookSessions
+            from .sessions.files import SessionFiles
 
-            self._sessions = NotebookSessions(
+            self._sessions = SessionFiles(
                 self.shell,
                 lambda: self.config,
-                self.conversation,
-                self._message_ended,
                 resources=lambda: self.resources.loader(),  # noqa: PLW0108 - made on first use
-                extensions=lambda: self.extensions,
             )
-            self.observers.insert(0, self._sessions)
         return self._sessions
 
     @property
@@ -141,98 +144,31 @@ class NotebookState:
         """The ``PiMagics`` of the loaded extension, else a ``PiConfig`` reading the same section."""
         if self._config is None:
             parent = self.shell if self.shell is not None and hasattr(self.shell, "config") else None
-            self._config = PiConfig(parent=parent)
-        return self._config
+            self.config = PiConfig(parent=parent)
+        return self._config  # type: ignore[return-value]
 
     @config.setter
     def config(self, config: PiConfig) -> None:
         self._config = config
+        # the conversations' retry, compaction and timeout settings follow the traits at once
+        # (a prompt from Python too), not only at the next cell
+        config.observe(lambda _: self.conversations.configure(), names=list(SESSION_TRAITS))
 
     # --- conversations ----------------------------------------------------------------------------
 
-    def conversation(self, name: str | None = None) -> Agent:
-        """The conversation ``name`` (default ``"default"``), created on first use."""
-        key = name or DEFAULT_NAME
-        agent = self.conversations.get(key)
-        return agent if agent is not None else self._create(key)
-
-    def new_conversation(self, name: str | None = None) -> Agent:
-        """Replace conversation ``name`` by a fresh one (an active run of the old one is
-        aborted) with the old one's model and thinking level: ``--new`` starts over, it does not
-        go back to the defaults."""
-        key = name or DEFAULT_NAME
-        old = self.conversations.pop(key, None)
-        if old is None:
-            return self._create(key)
-        old.abort()
-        from ..agent.agent import has_model
-
-        kept = (old.state.model, old.state.thinking_level) if has_model(old) else None
-        return self._create(key, kept)
-
-    def reset_conversation(self, name: str | None = None) -> Agent:
-        """Clear conversation ``name`` in place (the same ``Agent``, hooks and tools kept)."""
-        key = name or DEFAULT_NAME
-        agent = self.conversation(key)
-        agent.reset()
-        for observer in self.observers:
-            observer.conversation_reset(key, agent)
-        return agent
-
     def names(self) -> list[str]:
-        return list(self.conversations)
+        return self.conversations.names()
 
-    def clear(self) -> None:
-        """Forget every conversation (aborting active runs); the next use starts fresh."""
-        for agent in self.conversations.values():
-            agent.abort()
-        self.conversations.clear()
+    def forget_conversations(self) -> None:
+        """What ``Conversations.clear`` leaves behind: the notices already given, the
+        recordings already looked for."""
         self._thinking_told.clear()
+        if self._sessions is not None:
+            self._sessions.looked_up.clear()
 
-    def _create(self, name: str, kept: tuple[Any, Any] | None = None) -> Agent:
-        """A conversation from the defaults (``defaults.py``), or with the ``kept`` model and
-        thinking level. A bad model of ``c.PiMagics.model`` / ``$PI_NOTEBOOK_MODEL`` raises
-        ``ValueError``; a bad one of Pi's ``settings.json`` leaves the conversation without a
-        model and ``model_problem`` says why (the file must never break the notebook)."""
-        from ..agent import Agent
-        from ..ai.entry import stream_simple
-
-        _ = self.sessions  # the recorder exists before the conversation, so it hears its creation
+    def thinking_told_forget(self, name: str) -> None:
+        """A new conversation ``name``: its thinking notices may be given again."""
         self._thinking_told = {key for key in self._thinking_told if key[0] != name}
-        state = self._initial_state() if kept is None else {
-            "system_prompt": self.config.system, "model": kept[0], "thinking_level": kept[1]
-        }
-        agent = Agent(stream_fn=stream_simple, initial_state=state)
-        self.conversations[name] = agent
-        for observer in self.observers:
-            observer.conversation_created(name, agent)
-        return agent
-
-    def _initial_state(self) -> dict[str, Any]:
-        from ..ai.models import clamp_thinking_level
-        from .options import resolve_model
-
-        chosen = self.defaults()
-        state: dict[str, Any] = {"system_prompt": chosen.system, "thinking_level": chosen.thinking}
-        self.model_problem = ""
-        if not chosen.model:
-            return state
-        try:
-            state["model"] = model = resolve_model(chosen.model)
-        except ValueError as exc:
-            if not chosen.model_from_pi:
-                raise
-            self.model_problem = f"Pi's default model {chosen.model} ({chosen.pi.path}) is unknown: {exc}"
-            return state
-        if chosen.thinking_from_pi:  # Pi clamps its saved level to what the model can do
-            state["thinking_level"] = clamp_thinking_level(model, chosen.thinking)  # type: ignore[arg-type]
-        return state
-
-    def _message_ended(self, name: str, agent: Agent, message: Any) -> None:
-        """Every message a conversation ends, told by its ``AgentSession`` (which hears nothing
-        else from here: no streamed token reaches the observers)."""
-        for observer in self.observers:
-            observer.message_appended(name, agent, message)
 
     # --- runs -----------------------------------------------------------------------------------
 
@@ -241,13 +177,13 @@ class NotebookState:
         self.observers.append(observer)
         return lambda: self.observers.remove(observer) if observer in self.observers else None
 
-    def run_started(self, name: str, agent: Agent, prompt: UserMessage) -> None:
+    def run_started(self, name: str, session: AgentSession, prompt: UserMessage) -> None:
         for observer in self.observers:
-            observer.run_started(name, agent, prompt)
+            observer.run_started(name, session, prompt)
 
-    def run_ended(self, name: str, agent: Agent, result: PiResult) -> None:
+    def run_ended(self, name: str, session: AgentSession, result: PiResult) -> None:
         for observer in self.observers:
-            observer.run_ended(name, agent, result)
+            observer.run_ended(name, session, result)
 
     def settings_notices(self, problems: Iterable[str]) -> list[str]:
         """The problems of Pi's ``settings.json`` not yet shown in this shell (each once)."""
@@ -255,10 +191,9 @@ class NotebookState:
         self._settings_told.update(fresh)
         return fresh
 
-    def thinking_ignored(self, name: str, agent: Agent) -> str | None:
-        """One line when the conversation's thinking level has no effect because its model does
-        not reason; said once per conversation, model and level."""
-        level, model = agent.state.thinking_level, agent.state.model
+    def thinking_ignored(self, name: str, model: Model, level: str) -> str | None:
+        """One line when thinking ``level`` has no effect because the conversation's ``model``
+        does not reason; said once per conversation, model and level."""
         if level == "off" or model.reasoning:
             return None
         key = (name, f"{model.provider}:{model.id}", str(level))

@@ -8,10 +8,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from .observer import StateObserver
+from .sessions.observer import StateObserver
 
 if TYPE_CHECKING:  # annotations only: this module loads with ``state.py``, at %load_ext
-    from ..agent import Agent
+    from ..runtime import AgentSession
     from .result import PiResult
 
 __all__ = ["MAX_RUNS", "RunUsage", "UsageLog"]
@@ -51,7 +51,7 @@ class UsageLog(StateObserver):
         self.runs: list[RunUsage] = []
         self.count = 0
 
-    def run_ended(self, name: str, agent: Agent, result: PiResult) -> None:
+    def run_ended(self, name: str, session: AgentSession, result: PiResult) -> None:
         self.count += 1
         usage = result.usage
         cell = getattr(self.shell, "execution_count", None)

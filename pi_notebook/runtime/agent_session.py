@@ -32,13 +32,12 @@ import asyncio
 import inspect
 import os
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import replace
 from typing import Any, Literal
 
 from ..agent import Agent, AgentRunOptions, AgentTool
+from ..agent.agent import AgentState
 from ..agent.types import AgentEvent, AgentMessage
 from ..ai.abort import AbortController, AbortSignal
-from ..ai.models import clamp_thinking_level, get_supported_thinking_levels, models_are_equal
 from ..ai.types import ImageContent, Model, UserMessage, content_text
 from ..session import CompactionResult, CompactionSettings, SessionManager, SessionRecorder, convert_to_llm
 from .budget import Budget, SessionBudgets, Spend
@@ -49,8 +48,6 @@ from .events import (
     AutoRetryEndEvent,
     BudgetReachedEvent,
     SessionAgentEndEvent,
-    SessionInfoChangedEvent,
-    ThinkingLevelChangedEvent,
     summary_retry,
 )
 from .extensions.runner import ExtensionRunner
@@ -59,6 +56,7 @@ from .recording import WriteNotices
 from .resources.loader import ResourceLoader, Resources
 from .resources.session import SessionResources
 from .retry import AutoRetry
+from .session_control import SessionControl
 from .session_extensions import SessionExtensions, SessionParts
 from .settings import AgentSessionSettings
 from .tree import FORK_BUSY, NAVIGATE_BUSY, ForkResult, NavigateResult, fork, navigate_tree
@@ -71,10 +69,9 @@ PROMPT_BUSY = (
     "Agent is already processing. Specify streaming_behavior ('steer' or 'follow_up') to queue the message."
 )
 NO_MODEL = "No model selected. Pass model= to AgentSession.create(), or call set_model(model) first."
-THINKING_LEVELS = ("off", "minimal", "low", "medium", "high")
 
 
-class AgentSession:
+class AgentSession(SessionControl):
     """See the module docstring. The constructor only wires things (no I/O): the session file
     is written as entries are appended, as ``SessionManager`` does."""
 
@@ -89,6 +86,8 @@ class AgentSession:
         extensions: ExtensionRunner | None = None,
     ) -> None:
         self.agent = agent
+        self._agent_state = agent.state
+        """The agent's state object (an ``Agent`` keeps one for its life): read without a call."""
         self.session_manager = session_manager
         self.settings = settings if settings is not None else AgentSessionSettings()
         self.cwd = cwd if cwd is not None else session_manager.cwd
@@ -110,7 +109,7 @@ class AgentSession:
             extensions if extensions is not None else ExtensionRunner(),
             SessionParts(
                 self._emit,
-                self._recorder.record_message,
+                lambda message: self._recorder.record_message(message),  # noqa: PLW0108 - the recorder changes with the file
                 lambda messages: self._run_agent(messages, self._budgets.start(None, None)),
             ),
         )
@@ -173,9 +172,19 @@ class AgentSession:
     # --- state -------------------------------------------------------------------------------
 
     @property
+    def state(self) -> AgentState:
+        """The agent's state (Pi's ``session.state``), to read; change the model, thinking
+        level or transcript through the session's methods, which record the change."""
+        return self._agent_state
+
+    @property
     def model(self) -> Model | None:
-        model = self.agent.state.model
+        model = self._agent_state.model
         return None if model.provider == "unknown" else model
+
+    @property
+    def thinking_level(self) -> str:
+        return self._agent_state.thinking_level
 
     @property
     def extensions(self) -> ExtensionRunner:
@@ -183,18 +192,14 @@ class AgentSession:
         return self._ext.runner
 
     @property
-    def thinking_level(self) -> str:
-        return self.agent.state.thinking_level
-
-    @property
     def messages(self) -> list[AgentMessage]:
-        return self.agent.state.messages
+        return self._agent_state.messages
 
     @property
     def is_streaming(self) -> bool:
         """A run is in progress: the agent streams, or the session waits to retry, compacts or
         continues after it (a prompt now is queued or refused, as while the agent streams)."""
-        return self._run_active or self.agent.state.is_streaming
+        return self._run_active or self._agent_state.is_streaming
 
     @property
     def is_idle(self) -> bool:
@@ -305,7 +310,7 @@ class AgentSession:
             self._compactor.overflow_recovery_attempted = False
             self._queue.started(content_text(event.message.content, ""))  # type: ignore[union-attr]
         if kind == "agent_end":
-            will_retry = self._retry.will_retry(event.messages, self.agent.state.model)  # type: ignore[union-attr]
+            will_retry = self._retry.will_retry(event.messages, self._agent_state.model)  # type: ignore[union-attr]
             self._emit(SessionAgentEndEvent(event.messages, will_retry))  # type: ignore[union-attr]
             return
         self._emit(event)
@@ -361,7 +366,7 @@ class AgentSession:
             return
         if self.model is None:
             raise RuntimeError(NO_MODEL)
-        self._budgets.check(budget, self.agent.state.model)
+        self._budgets.check(budget, self._agent_state.model)
         last = self._last_assistant_in_state()
         if last is not None:  # an aborted answer counts here: the new prompt is the "retry"
             self._run = run  # its summary request gets this prompt's timeout
@@ -370,17 +375,9 @@ class AgentSession:
             finally:
                 self._run = None
         message = text if isinstance(text, UserMessage) else user_message(text, images)
-        run = self._resources.run_options(run, self.agent.state)
+        run = self._resources.run_options(run, self._agent_state)
         messages, run = await self._ext.before_agent_start(message, run)
         await self._run_agent(messages, self._budgets.start(budget, run))
-
-    async def steer(self, text: str, images: Sequence[ImageContent] | None = None) -> None:
-        """Queue a message for after the current turn's tool calls (before the next model call)."""
-        self.queue(text, "steer", images)
-
-    async def follow_up(self, text: str, images: Sequence[ImageContent] | None = None) -> None:
-        """Queue a message for when the agent has nothing else to do."""
-        self.queue(text, "follow_up", images)
 
     def queue(
         self, text: str, behavior: StreamingBehavior, images: Sequence[ImageContent] | None = None
@@ -435,7 +432,7 @@ class AgentSession:
         message, self._last_assistant = self._last_assistant, None
         if message is None or self._budgets.stopped:  # a spent budget: nothing continues the run
             return False
-        if await self._retry.prepare(message, self.agent.state.model):
+        if await self._retry.prepare(message, self._agent_state.model):
             return True
         if message.stop_reason == "error":
             ended = self._retry.failed(message.error_message)
@@ -446,7 +443,7 @@ class AgentSession:
         return self.agent.has_queued_messages()
 
     def _last_assistant_in_state(self) -> Any:
-        for message in reversed(self.agent.state.messages):
+        for message in reversed(self._agent_state.messages):
             if getattr(message, "role", None) == "assistant":
                 return message
         return None
@@ -482,51 +479,6 @@ class AgentSession:
             self._idle = asyncio.Event()
             self._idle.set()
         return self._idle
-
-    # --- settings ----------------------------------------------------------------------------
-
-    def set_model(self, model: Model) -> None:
-        """Switch the model, record a ``model_change`` entry and clamp the thinking level to
-        what the new model supports (a model without reasoning keeps "off")."""
-        previous = self.model
-        supported_before = previous is not None and bool(self.agent.state.model.reasoning)
-        level = self.thinking_level if supported_before else self._default_thinking_level
-        self.agent.state.model = model
-        self.session_manager.append_model_change(model.provider, model.id)
-        self.set_thinking_level(level)
-        if not models_are_equal(previous, model):
-            self._ext.model_selected(model, previous)
-
-    def available_thinking_levels(self) -> list[str]:
-        model = self.model
-        return list(THINKING_LEVELS) if model is None else list(get_supported_thinking_levels(model))
-
-    def set_thinking_level(self, level: str) -> None:
-        """Set the thinking level, clamped to the model; a change is recorded and emitted."""
-        effective = self._clamped(level)
-        previous = self.agent.state.thinking_level
-        self.agent.state.thinking_level = effective  # type: ignore[assignment]
-        if effective != previous:
-            self.session_manager.append_thinking_level_change(effective)
-            if (self.model is not None and self.model.reasoning) or effective != "off":
-                self._default_thinking_level = effective  # Pi saves it as the settings' default
-            self._emit(ThinkingLevelChangedEvent(effective))
-
-    def _clamped(self, level: str) -> str:
-        if level in self.available_thinking_levels():
-            return level
-        model = self.model
-        return clamp_thinking_level(model, level) if model is not None else "off"  # type: ignore[arg-type]
-
-    def set_session_name(self, name: str) -> None:
-        self.session_manager.append_session_info(name)
-        self._emit(SessionInfoChangedEvent(self.session_manager.get_session_name()))
-
-    def set_auto_retry_enabled(self, enabled: bool) -> None:
-        self.settings = replace(self.settings, retry=replace(self.settings.retry, enabled=enabled))
-
-    def set_auto_compaction_enabled(self, enabled: bool) -> None:
-        self.settings = replace(self.settings, compaction=replace(self.settings.compaction, enabled=enabled))
 
     # --- compaction, the tree ----------------------------------------------------------------
 

@@ -154,7 +154,7 @@ class Compactor:
         model = self.agent.state.model
         window = model.context_window or 0
         same_model = message.provider == model.provider and message.model == model.id
-        latest = latest_compaction(self.manager.get_branch())
+        latest = self.manager.latest_on_branch(CompactionEntry)
         if latest is not None and message.timestamp <= iso_to_ms(latest.timestamp):
             return False
         if same_model and is_context_overflow(message, window):

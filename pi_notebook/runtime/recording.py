@@ -26,6 +26,12 @@ class WriteNotices:
         self._waiting: list[SessionWriteEvent] = []
         self.stop = manager.on_write_notice(self._notice)
 
+    def use(self, manager: SessionManager) -> None:
+        """Listen to ``manager`` instead (the session switched files); nothing waiting is kept."""
+        self.stop()
+        self._waiting = []
+        self.stop = manager.on_write_notice(self._notice)
+
     def _heard(self) -> bool:
         return any(types is None or "session_write" in types for _, types in self._listeners())
 

@@ -17,9 +17,9 @@ from __future__ import annotations
 import os
 import re
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from ..ai.text import js_trim
 from ..ai.types import Usage
@@ -56,16 +56,17 @@ from .storage import (
     file_identity,
     file_size,
     load_session_file,
-    problems_line,
     read_header,
     resolve_path,
     session_file_name,
     with_parent,
 )
-from .writer import SessionWriter, WriteNotice, merge_plan
+from .writer import FileState, SessionWriter, merge_plan
 
 _SUMMARY_ROLES = ("branchSummary", "compactionSummary")
 
+
+_Entry = TypeVar("_Entry", bound=SessionEntry)
 
 class SessionFormatWarning(UserWarning):
     """A session file had lines this reader skipped or did not understand."""
@@ -79,7 +80,7 @@ class SessionTreeNode:
     label_timestamp: str | None = None
 
 
-class SessionManager:
+class SessionManager(FileState):
     """See the module docstring. Build one with :meth:`create`, :meth:`open`,
     :meth:`continue_recent`, :meth:`in_memory` or :meth:`fork_from`."""
 
@@ -236,30 +237,6 @@ class SessionManager:
             self._rewrite()
         if self.problems:
             _warn(path, self.problems)
-
-    # --- the file's state ----------------------------------------------------------------
-
-    def on_write_notice(self, listener: Callable[[WriteNotice], None]) -> Callable[[], None]:
-        """Call ``listener`` with each :class:`WriteNotice` (the file cannot be written, is
-        written again, another process writes it); returns the function that stops it. With no
-        listener a notice is a ``SessionWriteWarning``."""
-        self._writer.listeners.append(listener)
-        return lambda: self._writer.listeners.remove(listener) if listener in self._writer.listeners else None
-
-    @property
-    def write_failure(self) -> str | None:
-        """The line saying why the file cannot be written now, ``None`` when it is up to date."""
-        return self._writer.failure
-
-    @property
-    def unsaved_entries(self) -> int:
-        """Entries in memory whose line is not in the file yet (Pi's rule keeps a session with
-        no answer in memory; a failed write keeps them until the next one succeeds)."""
-        return len(self._writer.pending)
-
-    def problem_line(self) -> str | None:
-        """The problems of the last load as one line (``None`` when there were none)."""
-        return problems_line(os.path.basename(self._session_file or ""), self.problems)
 
     def new_session(self, session_id: str | None = None, parent_session: str | None = None) -> str | None:
         """Start an empty session (a new file name when persisting); returns the file."""
@@ -486,6 +463,18 @@ class SessionManager:
             current = self._by_id.get(current.parent_id) if current.parent_id else None
         path.reverse()
         return path
+
+    def latest_on_branch(self, kind: type[_Entry]) -> _Entry | None:
+        """The entry of type ``kind`` nearest the leaf on the current branch, else ``None``
+        (walks the parents; no path is built)."""
+        current = self._by_id.get(self._leaf_id) if self._leaf_id else None
+        steps = len(self._by_id)
+        while current is not None and steps >= 0:  # a parent cycle cannot loop forever
+            if isinstance(current, kind):
+                return current
+            current = self._by_id.get(current.parent_id) if current.parent_id else None
+            steps -= 1
+        return None
 
     def build_context_entries(self) -> list[SessionEntry]:
         return build_context_entries(self._entries, self._leaf_id, self._by_id)

@@ -33,6 +33,7 @@ from .storage import (
     file_identity,
     load_session_file,
     open_append,
+    problems_line,
     with_parent,
     write_atomic,
 )
@@ -201,3 +202,35 @@ def merge_plan(
             pending[index] = with_parent(entry, file_entries[-1].id)
             return foreign, (entry, pending[index])
     return foreign, None
+
+
+class FileState:
+    """What a :class:`~.manager.SessionManager` says about its file: write notices, the failure
+    in progress, what is not saved yet, and the problems of the last load as one line."""
+
+    _writer: SessionWriter
+    _session_file: str | None
+    problems: list[str]
+
+    def on_write_notice(self, listener: Callable[[WriteNotice], None]) -> Callable[[], None]:
+        """Call ``listener`` with each :class:`WriteNotice` (the file cannot be written, is
+        written again, another process writes it); returns the function that stops it. With no
+        listener a notice is a :class:`SessionWriteWarning`."""
+        listeners = self._writer.listeners
+        listeners.append(listener)
+        return lambda: listeners.remove(listener) if listener in listeners else None
+
+    @property
+    def write_failure(self) -> str | None:
+        """The line saying why the file cannot be written now, ``None`` when it is up to date."""
+        return self._writer.failure
+
+    @property
+    def unsaved_entries(self) -> int:
+        """Entries in memory whose line is not in the file yet (Pi's rule keeps a session with
+        no answer in memory; a failed write keeps them until the next one succeeds)."""
+        return len(self._writer.pending)
+
+    def problem_line(self) -> str | None:
+        """The problems of the last load as one line (``None`` when there were none)."""
+        return problems_line(os.path.basename(self._session_file or ""), self.problems)

@@ -31,7 +31,14 @@ from loopback import Delay, LoopbackServer, json_reply, sse
 
 from pi_notebook.ai.entry import stream as entry_stream
 from pi_notebook.ai.providers.openai_completions import OpenAICompletionsOptions, stream
-from pi_notebook.ai.types import Model, TextContent, ThinkingContent, ToolCall
+from pi_notebook.ai.types import (
+    AssistantMessage,
+    Model,
+    TextContent,
+    ThinkingContent,
+    ToolCall,
+    ToolResultMessage,
+)
 
 # --- streaming: text, thinking, tool calls ---
 
@@ -458,3 +465,53 @@ async def test_on_payload_replaces_body_and_on_response_sees_status(loopback: Lo
     await run(loopback, text_reply("a"), options=opts(on_payload=on_payload, on_response=on_response))
     assert loopback.requests[0].json["seed"] == 7
     assert seen == [200]
+
+
+async def test_calls_sharing_an_id_in_one_response_stay_two_calls_with_ids_of_their_own(
+    loopback: LoopbackServer,
+) -> None:
+    script = [
+        tool_delta(0, id="call_0", name="read", args='{"p": "a"}'),
+        tool_delta(1, id="call_0", name="read", args='{"p": "b"}'),
+        tool_delta(2, name="read", args='{"p": "c"}'),  # no id at all
+        chunk({}, "tool_calls"),
+        DONE,
+    ]
+    events, msg = await run(loopback, script)
+    calls = [b for b in msg.content if isinstance(b, ToolCall)]
+    assert [c.arguments for c in calls] == [{"p": "a"}, {"p": "b"}, {"p": "c"}]
+    ids = [c.id for c in calls]
+    assert ids[0] == "call_0"
+    assert len(set(ids)) == 3
+    assert all(ids)
+    # the ids are final from toolcall_start on (the view keys its cards by them)
+    starts = [e.partial.content[e.content_index].id for e in events if e.type == "toolcall_start"]
+    assert starts[:2] == ids[:2]
+
+
+async def test_an_id_the_transcript_already_used_is_replaced(loopback: LoopbackServer) -> None:
+    earlier = AssistantMessage(
+        content=[ToolCall(id="call_0", name="read", arguments={"p": "a"})],
+        api="openai-completions",
+        provider="openai",
+        model="gpt-test",
+        stop_reason="toolUse",
+    )
+    result = ToolResultMessage(tool_call_id="call_0", tool_name="read", content=[TextContent(text="a")])
+    context = ctx()
+    context.messages += [earlier, result]
+    script = [tool_delta(0, id="call_0", name="read", args='{"p": "b"}'), chunk({}, "tool_calls"), DONE]
+    _, msg = await run(loopback, script, context=context)
+    [call] = msg.content
+    assert isinstance(call, ToolCall)
+    assert call.id not in ("call_0", "")
+    assert call.arguments == {"p": "b"}
+
+
+async def test_a_mistral_call_without_an_id_gets_one_in_mistrals_form(loopback: LoopbackServer) -> None:
+    script = [tool_delta(0, name="read", args='{"p": "a"}'), chunk({}, "tool_calls"), DONE]
+    _, msg = await run(loopback, script, model=make_model(loopback, provider="mistral"))
+    [call] = msg.content
+    assert isinstance(call, ToolCall)
+    assert len(call.id) == 9
+    assert call.id.isalnum()

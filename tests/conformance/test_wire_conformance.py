@@ -21,6 +21,9 @@ from pi_node import require_pi
 from wire_harness import differences, get_path, load_scenarios, normalise, run_ours, run_pi_batch, set_path
 
 SCENARIOS = load_scenarios()
+
+# the first test to use pi_records runs node on the whole batch (up to 300 s on a slow machine)
+pytestmark = pytest.mark.timeout(420)
 BY_NAME = {s["name"]: s for s in SCENARIOS}
 
 

@@ -147,7 +147,8 @@ async def test_on_update_after_the_tool_settled_is_dropped(faux: FauxRegistratio
                 target=late[0], args=(AgentToolResult(content=[TextContent(text="too late, thread")]),)
             )
             worker.start()
-            worker.join()
+            worker.join(10)
+            assert not worker.is_alive()
 
     script(faux, "work")
     agent, recorder = make_agent(faux, [make_tool(early_return)])

@@ -57,14 +57,27 @@ def _cc_chunk(delta: dict[str, Any], finish: str | None = None, usage: Any = Non
     return sse(obj)
 
 
-def _cc_tool(call_id: str, *, with_text: bool) -> Script:
+def _split(args: dict[str, Any] | None) -> tuple[str, str]:
+    """The arguments' JSON in two pieces (``ARGS_SPLIT`` for the default ones)."""
+    if args is None:
+        return ARGS_SPLIT
+    text = json.dumps(args)
+    return text[:6], text[6:]
+
+
+def _cc_tool(
+    call_id: str | None, *, with_text: bool, name: str = TOOL_NAME, args: dict[str, Any] | None = None
+) -> Script:
     head = [_cc_chunk({"role": "assistant", "content": ""})]
     text = [_cc_chunk({"content": "Let me "}), _cc_chunk({"content": "look."})] if with_text else []
-    function = {"name": TOOL_NAME, "arguments": ARGS_SPLIT[0]}
-    first = {"index": 0, "id": call_id, "type": "function", "function": function}
+    split = _split(args)
+    function = {"name": name, "arguments": split[0]}
+    first = {"index": 0, "type": "function", "function": function}
+    if call_id is not None:  # None: a server that sends no id
+        first["id"] = call_id
     tool = [
         _cc_chunk({"tool_calls": [first]}),
-        _cc_chunk({"tool_calls": [{"index": 0, "function": {"arguments": ARGS_SPLIT[1]}}]}),
+        _cc_chunk({"tool_calls": [{"index": 0, "function": {"arguments": split[1]}}]}),
     ]
     usage = {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}
     final = [_cc_chunk({}, "tool_calls", usage), b"data: [DONE]\n\n"]
@@ -104,29 +117,28 @@ def _resp_completed() -> bytes:
     return _ev("response.completed", response={"id": "resp_1", "status": "completed", "usage": usage})
 
 
-def _resp_tool(call_id: str, *, with_text: bool) -> Script:
+def _resp_tool(
+    call_id: str | None, *, with_text: bool, name: str = TOOL_NAME, args: dict[str, Any] | None = None
+) -> Script:
+    split = _split(args)
+    whole = "".join(split)
     head = [_ev("response.created", response={"id": "resp_1", "object": "response", "status": "in_progress"})]
     text = _resp_text_events(0, "msg_1", "Let me look.") if with_text else []
     index = 1 if with_text else 0
-    item = {
-        "type": "function_call",
-        "id": "fc_1",
-        "call_id": call_id,
-        "name": TOOL_NAME,
-        "arguments": "",
-        "status": "in_progress",
-    }
+    item = {"type": "function_call", "id": "fc_1", "name": name, "arguments": "", "status": "in_progress"}
+    if call_id is not None:  # None: a server that sends no call_id
+        item["call_id"] = call_id
     tool = [
         _ev("response.output_item.added", output_index=index, item=item),
         *(
             _ev("response.function_call_arguments.delta", output_index=index, item_id="fc_1", delta=piece)
-            for piece in ARGS_SPLIT
+            for piece in split
         ),
-        _ev("response.function_call_arguments.done", output_index=index, item_id="fc_1", arguments=ARGS_JSON),
+        _ev("response.function_call_arguments.done", output_index=index, item_id="fc_1", arguments=whole),
         _ev(
             "response.output_item.done",
             output_index=index,
-            item={**item, "arguments": ARGS_JSON, "status": "completed"},
+            item={**item, "arguments": whole, "status": "completed"},
         ),
     ]
     return Script(head, text, tool, [_resp_completed()])
@@ -169,15 +181,19 @@ def _an_final(stop_reason: str) -> list[bytes]:
     return [_ev("message_delta", delta=delta, usage={"output_tokens": 5}), _ev("message_stop")]
 
 
-def _an_tool(call_id: str, *, with_text: bool) -> Script:
+def _an_tool(
+    call_id: str | None, *, with_text: bool, name: str = TOOL_NAME, args: dict[str, Any] | None = None
+) -> Script:
     text = _an_text_block(0, "Let me look.") if with_text else []
     index = 1 if with_text else 0
-    block = {"type": "tool_use", "id": call_id, "name": TOOL_NAME, "input": {}}
+    block: dict[str, Any] = {"type": "tool_use", "name": name, "input": {}}
+    if call_id is not None:  # None: a server that sends no id
+        block["id"] = call_id
     tool = [
         _ev("content_block_start", index=index, content_block=block),
         *(
             _ev("content_block_delta", index=index, delta={"type": "input_json_delta", "partial_json": p})
-            for p in ARGS_SPLIT
+            for p in _split(args)
         ),
         _ev("content_block_stop", index=index),
     ]
@@ -203,10 +219,15 @@ def _g_chunk(*parts: dict[str, Any], finish: str | None = None, usage: bool = Fa
     return sse(body)
 
 
-def _g_tool(call_id: str, *, with_text: bool) -> Script:
+def _g_tool(
+    call_id: str | None, *, with_text: bool, name: str = TOOL_NAME, args: dict[str, Any] | None = None
+) -> Script:
     # Gemini has no opening event and sends a function call whole, in one chunk.
     text = [_g_chunk({"text": t}) for t in _halves("Let me look.")] if with_text else []
-    tool = [_g_chunk({"functionCall": {"id": call_id, "name": TOOL_NAME, "args": TOOL_ARGS}})]
+    call: dict[str, Any] = {"name": name, "args": TOOL_ARGS if args is None else args}
+    if call_id is not None:  # None: a call without an id (Gemini often sends none)
+        call["id"] = call_id
+    tool = [_g_chunk({"functionCall": call})]
     return Script([], text, tool, [_g_chunk(finish="STOP", usage=True)])
 
 

@@ -76,14 +76,20 @@ class PiKernelUnderTest(Kernel):
     """The Pi kernel started from its installed spec; ``SETUP`` (the faux provider at 40 tokens a
     second, ``tool_use``) has run as a ``%%python`` cell."""
 
-    def __init__(self, root: Path, jupyter_path: Path) -> None:
+    def __init__(self, root: Path, jupyter_path: Path, *, configured: bool = True) -> None:
+        """``configured=False``: the kernel as a new user starts it, with no setup cell run and
+        no model or key from the environment."""
         self.root, self.jupyter_path = root, jupyter_path
         self.km = pi_manager(root, jupyter_path)
-        self.km.start_kernel(env=pi_env(root, jupyter_path), cwd=str(root))
+        env = pi_env(root, jupyter_path)
+        if not configured:
+            env = {k: v for k, v in env.items() if not k.endswith("_API_KEY")}
+        self.km.start_kernel(env=env, cwd=str(root))
         self.kc: BlockingKernelClient = self.km.blocking_client()
         self.kc.start_channels()
         self.kc.wait_for_ready(timeout=60)
-        self.setup()
+        if configured:
+            self.setup()
 
     def setup(self) -> None:
         reply = self.run("%%python\n" + SETUP + ECHO)

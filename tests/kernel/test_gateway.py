@@ -118,30 +118,51 @@ def gateway(tmp_path: Path) -> Iterator[Gateway]:
         yield started
 
 
-def wait_ready(ws: Any, session: Session) -> None:
+def receive(ws: Any, deadline: float) -> dict[str, Any]:
+    """The next message on the websocket, by ``deadline`` (``time.monotonic()``) or
+    ``TimeoutError``. The gateway's pings count as traffic to a plain ``recv``, which answers
+    them and reads on, so they would extend its timeout forever: here every frame, a ping
+    too, returns to check the deadline."""
+    while True:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise TimeoutError("nothing from the gateway by the deadline")
+        ws.settimeout(left)
+        try:
+            opcode, frame = ws.recv_data_frame(control_frame=True)
+        except websocket.WebSocketTimeoutException:
+            raise TimeoutError("nothing from the gateway by the deadline") from None
+        if opcode in (websocket.ABNF.OPCODE_TEXT, websocket.ABNF.OPCODE_BINARY):
+            return dict(json.loads(frame.data))
+        if opcode == websocket.ABNF.OPCODE_CLOSE:
+            raise ConnectionError("the gateway closed the websocket")
+
+
+def wait_ready(ws: Any, session: Session, timeout: float = 60) -> None:
     """Ask ``kernel_info`` until the kernel answers: a request sent while the gateway is still
     connecting the kernel's channels is dropped, so a first ``execute_request`` could wait
     forever (as jupyter_client's ``wait_for_ready`` does for a local kernel)."""
-    ws.settimeout(2)
-    for _ in range(30):
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
         msg = session.msg("kernel_info_request", {})
         ws.send(json.dumps({**msg, "channel": "shell"}, default=json_default))
+        asked, attempt = msg["header"]["msg_id"], min(end, time.monotonic() + 2)
         try:
             while True:
-                got = json.loads(ws.recv())
-                if (
-                    got["parent_header"].get("msg_id") == msg["header"]["msg_id"]
-                    and got["channel"] == "shell"
-                ):
-                    ws.settimeout(60)
+                got = receive(ws, attempt)
+                if got["channel"] == "shell" and got["parent_header"].get("msg_id") == asked:
                     return
-        except websocket.WebSocketTimeoutException:
+        except TimeoutError:
             continue
-    raise TimeoutError("the kernel behind the gateway never answered kernel_info")
+    raise TimeoutError(f"the kernel behind the gateway never answered kernel_info in {timeout} s")
 
 
-def execute(ws: Any, session: Session, code: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """Send an ``execute_request`` over the websocket; the reply and the IOPub messages of it."""
+def execute(
+    ws: Any, session: Session, code: str, timeout: float = 60
+) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """Send an ``execute_request`` over the websocket; the reply and the IOPub messages of it,
+    once both the ``execute_reply`` and the IOPub ``idle`` have come, in either order (they
+    travel on different channels), by one deadline."""
     content = {"code": code, "silent": False, "store_history": True, "user_expressions": {},
                "allow_stdin": False, "stop_on_error": True}  # fmt: skip
     msg = session.msg("execute_request", content)
@@ -149,19 +170,25 @@ def execute(ws: Any, session: Session, code: str) -> tuple[dict[str, Any], list[
     msg_id = msg["header"]["msg_id"]
     seen: list[dict[str, Any]] = []
     reply: dict[str, Any] | None = None
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        got = json.loads(ws.recv())
+    idle = False
+    deadline = time.monotonic() + timeout
+    while reply is None or not idle:
+        try:
+            got = receive(ws, deadline)
+        except TimeoutError:
+            raise TimeoutError(
+                f"{code[:40]!r}: after {timeout} s, reply {'seen' if reply else 'missing'}, "
+                f"idle {'seen' if idle else 'missing'}"
+            ) from None
         if got["parent_header"].get("msg_id") != msg_id:
             continue
         if got["channel"] == "shell" and got["msg_type"] == "execute_reply":
             reply = got["content"]
         elif got["channel"] == "iopub":
             seen.append(got)
-            idle = got["msg_type"] == "status" and got["content"]["execution_state"] == "idle"
-            if idle and reply is not None:
-                return reply, seen
-    raise TimeoutError(f"no reply to {code[:40]!r}")
+            idle = idle or (got["msg_type"] == "status" and got["content"]["execution_state"] == "idle")
+    assert reply is not None
+    return reply, seen
 
 
 def test_a_prompt_through_the_gateways_rest_and_websocket_api(gateway: Gateway) -> None:

@@ -25,6 +25,17 @@ from pi_notebook.kernel.routing import CellRouter, classify, install_router
         ("# a comment only", "prompt"),
         ("# a heading\n%%pi --model x\nhi", "prompt"),  # the first non-blank line decides
         ("print(1)", "prompt"),  # code without %%python is a prompt too: no guessing
+        # papermill's injected parameters cell, and a notebook's own parameters cell
+        ("# Parameters\nalpha = 2\n", "python"),
+        ('# Parameters  \nalpha = 2\nname = "x"\nrates = [\n    1,\n    2,\n]\n', "python"),
+        ("# Parameters\n\n# the learning rate\nalpha: float = 0.1\nbeta = gamma = None", "python"),
+        ("# Parameters", "prompt"),  # nothing assigned: a heading of a prompt
+        ("# Parameters\nalpha = 2 is the learning rate; explain it", "prompt"),  # prose
+        ("# Parameters\nalpha = 2\nprint(alpha)", "prompt"),  # not only assignments
+        ("# Parameters\nalpha += 2", "prompt"),
+        ("# parameters\nalpha = 2", "prompt"),  # papermill writes exactly '# Parameters'
+        ("\n# Parameters\nalpha = 2", "prompt"),  # not the first line
+        ("alpha = 2", "prompt"),
         ("", "empty"),
         ("\n  \n\t\n", "empty"),
     ],
@@ -50,3 +61,5 @@ def test_only_the_current_cell_is_routed_and_ipython_still_transforms_it() -> No
     router.current = "hello there"
     assert shell.transform_cell("hello there").startswith("get_ipython().run_cell_magic('pi', '', ")
     assert shell.transform_cell("y = 2") == "y = 2\n"  # code that is not the cell runs as Python
+    router.current = "# Parameters\nalpha = 2\n"
+    assert shell.transform_cell(router.current) == router.current  # runs as written

@@ -148,7 +148,8 @@ def test_an_interpreter_without_the_package_fails_at_start_naming_itself(tmp_pat
     if not os.path.exists(bare):
         pytest.skip(f"{bare} is missing")
     probe = subprocess.run(
-        [bare, "-c", "import pi_notebook"], capture_output=True, env=env, cwd=tmp_path, check=False
+        [bare, "-c", "import pi_notebook"], capture_output=True, env=env, cwd=tmp_path, check=False,
+        timeout=60,
     )
     assert probe.returncode != 0, f"{bare} has pi_notebook: the test needs an interpreter without it"
     install(Location(prefix=str(tmp_path)), name="pi-bare", python=bare)

@@ -15,7 +15,7 @@ from pi_kernel_driver import PiKernelUnderTest
 
 pytestmark = pytest.mark.kernel
 
-CODE = "approved_value = 6 * 7"
+CODE = "six = 6\napproved_value = six * 7"
 
 
 def answer_questions(
@@ -90,9 +90,31 @@ def test_an_approval_is_asked_on_stdin_and_yes_runs_the_tool(p: PiKernelUnderTes
     script_run_code(p)
     reply = answer_questions(p, p.execute("run the code"), ["y"])
     assert reply["status"] == "ok", reply
-    assert reply["questions"] == [f'Approve run_code {{"code": "{CODE}"}}? [y/N] ']
-    assert "[tool] run_code: done" in reply["stdout"]
+    # the code as lines, as in the frozen text of the card; the question follows it
+    assert reply["questions"] == ["Approve run_code? [y/N] "]
+    assert reply["stdout"].splitlines() == [
+        "[tool] run_code",
+        "    code:",
+        "        six = 6",
+        "        approved_value = six * 7",
+        "[tool] run_code: done",
+        "finished",
+    ]
     assert p.value("approved_value, _pi.text") == "42 finished"
+
+
+def test_a_call_asked_nothing_shows_its_code_as_lines(p: PiKernelUnderTest) -> None:
+    script_run_code(p)
+    reply = answer_questions(p, p.execute("%%pi --approve auto\nrun the code"), [])
+    assert reply["status"] == "ok", reply
+    assert reply["stdout"].splitlines() == [
+        "[tool] run_code",
+        "    code:",
+        "        six = 6",
+        "        approved_value = six * 7",
+        "[tool] run_code: done",
+        "finished",
+    ]
 
 
 def test_no_denies_the_call(p: PiKernelUnderTest) -> None:

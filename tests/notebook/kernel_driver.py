@@ -58,7 +58,7 @@ async def confirm(ctx, signal):
         return None
     return BeforeToolCallResult(block=True, reason="The user said no.")
 
-agent = pi_notebook.current()
+agent = pi_notebook.current().agent
 agent.state.tools = [wipe, peek]
 agent.before_tool_call = confirm
 '''

@@ -16,7 +16,8 @@ from IPython.core.interactiveshell import InteractiveShell
 from IPython.utils.capture import capture_output
 from traitlets.config import Config
 
-from pi_notebook.notebook import conversations, extension
+from pi_notebook.notebook import conversations
+from pi_notebook.notebook import load as extension
 
 _shell: InteractiveShell | None = None
 

@@ -34,17 +34,17 @@ def sdir_fixture(ip: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> It
     monkeypatch.setenv("PI_NOTEBOOK_SESSION_DIR", str(directory))
     for name in ("PI_NOTEBOOK_RECORD", "PI_NOTEBOOK_REPLAY", "JPY_SESSION_NAME"):
         monkeypatch.delenv(name, raising=False)
-    sessions = state_for(ip).sessions
-    sessions.forget()
-    sessions.replay_cursors.clear()
+    state = state_for(ip)
+    state.conversations.clear()
+    state.sessions.replay_cursors.clear()
     try:
         yield directory
     finally:
         magics = ip.magics_manager.registry["PiMagics"]
         for trait in SESSION_TRAITS:
             setattr(magics, trait, magics.trait_defaults(trait))
-        sessions.forget()
-        sessions.replay_cursors.clear()
+        state.conversations.clear()
+        state.sessions.replay_cursors.clear()
 
 
 def cell(ip: Any, line: str, body: str) -> tuple[Any, Any]:
@@ -77,5 +77,4 @@ def plain(captured: Any) -> str:
 def restart(ip: Any) -> None:
     """What a kernel restart leaves: no conversations, nothing tracked (the files stay)."""
     conversations.clear()
-    state_for(ip).sessions.forget()
     state_for(ip).sessions.replay_cursors.clear()

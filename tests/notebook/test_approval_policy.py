@@ -24,7 +24,7 @@ from pi_notebook.ai.faux import FauxRegistration, faux_assistant_message, faux_t
 from pi_notebook.ai.types import AssistantMessage, TextContent, ToolCall
 from pi_notebook.notebook import conversations
 from pi_notebook.notebook.config import check_approvals
-from pi_notebook.notebook.run.approval import ApprovalGate, ask_approval, tool_policy
+from pi_notebook.notebook.run.approval import ApprovalGate, activate, ask_approval, deactivate, tool_policy
 
 MODEL = "--model faux:faux-1"
 
@@ -232,7 +232,7 @@ def test_a_hook_can_ask_and_nobody_can_answer_here(ip: Any, faux: FauxRegistrati
         answers.append(approved)
         return None if approved else BeforeToolCallResult(block=True, reason="The user said no.")
 
-    agent = conversations.current()
+    agent = conversations.current().agent
     with_tools(read_file)
     agent.before_tool_call = confirm_reads
     faux.set_responses([tool_use("read_file", {"path": "/etc/passwd"}), "ok"])
@@ -276,3 +276,63 @@ def test_the_gate_asks_once_per_call_and_shows_the_hooks_reason() -> None:
     assert second == BeforeToolCallResult(block=True, reason="Tool call denied by the user.")
     assert asked == ["c1", "c2"]
     assert notes == [("c1", "because"), ("c1", "")]  # shown while waiting, cleared once approved
+
+
+def _deciding(call: ToolCall, tools: list[AgentTool]) -> BeforeToolCallContext:
+    message = AssistantMessage(content=[call], api="faux", provider="faux", model="m")
+    return BeforeToolCallContext(
+        assistant_message=message, tool_call=call, args=call.arguments, context=AgentContext(tools=tools)
+    )
+
+
+def test_an_approval_holds_for_its_exact_call_once_never_for_its_id() -> None:
+    """A hook's Approve counts for the call it was given for, once: another call under the
+    same id (a server that reuses ids) is asked about, and so is the same call coming back; an
+    approval given by id alone lapses at the gate's next decision."""
+    asked: list[str] = []
+
+    async def request(call_id: str) -> bool:
+        asked.append(call_id)
+        return True
+
+    def call(call_id: str, path: str) -> ToolCall:
+        return ToolCall(id=call_id, name="delete_file", arguments={"path": path})
+
+    async def scenario() -> None:
+        gate = ApprovalGate("ask", request=request)
+        token = activate(gate)
+        try:
+            benign = call("c1", "a.txt")
+            assert await ask_approval(benign, "a hook asks")
+            assert await gate(_deciding(benign, [delete_file])) is None  # approved: not asked again
+            assert await gate(_deciding(call("c1", "/"), [delete_file])) is None  # same id: asked
+            assert await gate(_deciding(benign, [delete_file])) is None  # counted once: asked
+            assert await ask_approval("c9")
+            assert await gate(_deciding(call("c2", "b"), [delete_file])) is None  # c9's approval lapses
+            assert await gate(_deciding(call("c9", "c"), [delete_file])) is None  # asked
+        finally:
+            deactivate(token)
+
+    asyncio.run(scenario())
+    assert asked == ["c1", "c1", "c1", "c9", "c2", "c9"]
+
+
+def test_delete_cells_asks_even_after_a_hook_approved_it() -> None:
+    asked: list[str] = []
+
+    async def request(call_id: str) -> bool:
+        asked.append(call_id)
+        return True
+
+    async def scenario() -> None:
+        gate = ApprovalGate("auto", request=request)
+        token = activate(gate)
+        try:
+            delete = ToolCall(id="d1", name="delete_cells", arguments={"cell_ids": ["x"]})
+            assert await ask_approval(delete)
+            assert await gate(_deciding(delete, [])) is None
+        finally:
+            deactivate(token)
+
+    asyncio.run(scenario())
+    assert asked == ["d1", "d1"]  # --approve auto and a hook's Approve: delete_cells still asks

@@ -232,6 +232,53 @@ def test_an_extension_command_wins_over_a_template_of_the_same_name(
         assert sent == []  # the command took it: no model call
     finally:
         host.reset()
-    state_for(ip).sessions.session("default")  # a fresh session sees the folder again
+    state_for(ip).conversations.session("default")  # a fresh session sees the folder again
     run(ip, f"%%pi {MODEL}\n/review model.py")
     assert sent == ["Review model.py carefully.\n"]
+
+
+TOOLS = '''
+from pi_notebook.agent import tool
+
+@tool
+def loud(text: str) -> str:
+    """Say it loudly."""
+    return text.upper()
+
+@tool(requires_approval=True)
+def wipe(path: str) -> str:
+    """Wipe a path."""
+    return "wiped " + path
+
+def setup(pi):
+    pi.register_tool(loud)
+    pi.register_tool(wipe)
+'''
+
+
+def test_an_extensions_tool_runs_under_every_policy_unless_it_requires_approval(
+    ip: Any, faux: FauxRegistration, tmp_path: Path
+) -> None:
+    """What docs/extensions.md says: an ungated extension tool runs even under ``--approve
+    deny``; one made with ``requires_approval=True`` follows the run's policy."""
+    path = tmp_path / "tools_ext.py"
+    path.write_text(textwrap.dedent(TOOLS))
+    try:
+        run(ip, f"%pi extension load {path}")
+        calls = [
+            faux_tool_call("loud", {"text": "hi"}, id="c1"),
+            faux_tool_call("wipe", {"path": "/x"}, id="c2"),
+        ]
+        faux.set_responses([faux_assistant_message(calls, stop_reason="toolUse"), "ok"])
+        result, _ = run(ip, f"%%pi {MODEL} --approve deny\nboth")
+        assert result.error_in_exec is None
+        results = [
+            (m.tool_name, m.is_error, m.content[0].text)
+            for m in ip.user_ns["_pi"].messages
+            if m.role == "toolResult"
+        ]
+        assert results[0] == ("loud", False, "HI")
+        assert results[1][:2] == ("wipe", True)
+        assert "approval policy is 'deny'" in results[1][2]
+    finally:
+        state_for(ip).extensions.reset()

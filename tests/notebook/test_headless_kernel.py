@@ -182,7 +182,7 @@ def test_a_silent_server_ends_the_cell_by_the_runs_own_timeout(
 SESSION = """\
 import json
 from pi_notebook.notebook.state import state_for
-path = state_for().sessions.get("default").manager.session_file
+path = state_for().conversations.get("default").manager.session_file
 for line in open(path):
     entry = json.loads(line)
     message = entry.get("message") or {}

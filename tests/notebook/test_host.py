@@ -52,7 +52,7 @@ def test_the_resume_line_survives_a_retried_error(
 
 def test_a_hook_the_user_sets_during_a_run_survives_it(ip: Any, faux: FauxRegistration) -> None:
     conversations.clear()
-    agent: Agent = conversations.current()
+    agent: Agent = conversations.current().agent
     before_run = agent.before_tool_call, agent.should_stop_after_turn, agent.stream_fn, agent.on_payload
 
     def own_hook(ctx: Any, signal: Any = None) -> None:
@@ -80,11 +80,11 @@ def test_a_streamed_token_reaches_the_session_and_the_view_only(ip: Any, faux: F
     session sends ``message_update`` to one listener (the run's view): nothing else does work
     per token. (Read from the listener tables, which have no public view.)"""
     conversations.clear()
-    agent = conversations.current()
+    agent = conversations.current().agent
     seen: dict[str, Any] = {}
 
     def answer(context: Any, options: Any, state: Any, model: Any) -> Any:
-        session = state_for(ip).sessions.session("default")
+        session = state_for(ip).conversations.session("default")
         seen["agent"] = list(agent._listener_list)
         seen["tokens"] = [
             fn for fn, types in session._listeners if types is None or "message_update" in types

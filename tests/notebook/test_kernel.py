@@ -111,7 +111,7 @@ def test_approve_and_deny_resolve_pending_tool_calls(k: Kernel) -> None:
 
 def test_the_comm_msg_wrapper_is_installed_once(k: Kernel) -> None:
     reload = (
-        "from pi_notebook.notebook import extension\n"
+        "from pi_notebook.notebook import load as extension\n"
         "extension.load_ipython_extension(get_ipython())\n"
         "extension.load_ipython_extension(get_ipython())\n"
         "%reload_ext pi_notebook"

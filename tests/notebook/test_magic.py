@@ -29,7 +29,7 @@ from pi_notebook.ai.faux import (
     register_faux_provider,
 )
 from pi_notebook.notebook import conversations
-from pi_notebook.notebook.kernel.compat import comms_during_cell, parse_version
+from pi_notebook.notebook.host.compat import comms_during_cell, parse_version
 from pi_notebook.notebook.magics import PiMagics
 from pi_notebook.notebook.run.approval import ApprovalSetup, Headless, resolve_policy
 
@@ -143,8 +143,9 @@ def test_model_thinking_and_system_apply_to_the_conversation(ip: Any, faux: Faux
     rec = Recorder()
     faux.set_responses([rec.reply("a"), rec.reply("b")])
     pi(ip, f"{MODEL} --thinking high --system 'Be terse.'", "q1")
-    agent = conversations.current()
-    assert (agent.state.thinking_level, agent.state.system_prompt) == ("high", "Be terse.")
+    session = conversations.current()
+    # the faux model does not reason: the level is clamped to "off", as Pi's set_thinking_level does
+    assert (session.thinking_level, session.state.system_prompt) == ("off", "Be terse.")
     pi(ip, "", "q2")
     assert rec.contexts[1].system_prompt == "Be terse."
 
@@ -437,7 +438,7 @@ def test_loop_guard_zero_turns_it_off(ip: Any, faux: FauxRegistration) -> None:
 
 
 def test_user_hooks_run_first_and_are_restored(ip: Any, faux: FauxRegistration) -> None:
-    agent = conversations.current()
+    agent = conversations.current().agent
 
     def veto(ctx: Any, signal: Any) -> BeforeToolCallResult | None:
         return (
@@ -461,7 +462,7 @@ def test_user_tools_join_the_run_but_stay_alone_on_the_agent(ip: Any, faux: Faux
         """Upper-case the text."""
         return text.upper()
 
-    agent = conversations.current()
+    agent = conversations.current().agent
     agent.state.tools = [shout]
     rec = Recorder()
     faux.set_responses([tool_use("shout", {"text": "hey"}), rec.reply("ok")])
@@ -491,7 +492,7 @@ def test_line_magic_subcommands(ip: Any, faux: FauxRegistration) -> None:
     assert "steer TEXT" in line(ip, "")
     assert line(ip, "model") == "no model set\n"
     assert line(ip, "model faux:faux-1") == "faux:faux-1\n"
-    assert line(ip, "thinking low") == "low\n"
+    assert line(ip, "thinking low") == "off\n"  # clamped: the faux model does not reason, as in Pi
     faux.set_responses(["the answer"])
     pi(ip, "", "the question")
     assert line(ip, "history") == "#1 user: the question\nassistant: the answer\n"
@@ -499,7 +500,7 @@ def test_line_magic_subcommands(ip: Any, faux: FauxRegistration) -> None:
     for expected in (
         "conversation: default",
         "model: faux:faux-1",
-        "thinking: low",
+        "thinking: off",
         "messages: 2; running: no",
         "controls: inactive: no Jupyter kernel",
         "headless: no (no kernel)",
@@ -515,7 +516,7 @@ def test_line_magic_subcommands(ip: Any, faux: FauxRegistration) -> None:
         == "notebook tools: list_variables, inspect_variable, read_cells, read_notebook\n"
     )
     assert line(ip, "steer go left") == "steering message queued for the next run\n"
-    assert conversations.current().has_queued_messages()
+    assert conversations.current().get_steering_messages() == ["go left"]
     assert line(ip, "reset") == "conversation 'default' cleared\n"
     assert conversations.current().state.messages == []
     assert "conversation: other" in line(ip, "--name other status")
@@ -569,7 +570,7 @@ def test_interrupting_the_fallback_aborts_the_run(ip: Any) -> None:
         timer.start()
         with capture_output() as captured, pytest.raises(KeyboardInterrupt):
             ip.run_cell_magic("pi", "--model fauxslow:faux-1 --text", "talk for a while")
-        timer.join()
+        timer.join(10)
         done = ip.user_ns["_pi"]
         assert done.stop_reason == "aborted"
         assert 0 < len(done.text) < len("word " * 200)

@@ -44,7 +44,7 @@ def no_faux() -> Iterator[None]:
     """No faux provider registered; the stand-in a test creates is removed afterwards."""
     assert not get_models("faux"), "a faux provider leaked from another test"
     yield
-    from pi_notebook.notebook import faux_stand_in
+    from pi_notebook.notebook.run import faux_stand_in
 
     faux_stand_in.remove_stand_in()
     assert not get_models("faux")
@@ -80,7 +80,7 @@ def test_a_registered_faux_provider_still_wins_over_the_stand_in(ip: Any, no_fau
 
 
 def test_before_tool_call_hook_may_answer_with_a_mapping(ip: Any, faux: FauxRegistration) -> None:
-    agent = conversations.current()
+    agent = conversations.current().agent
     agent.before_tool_call = lambda ctx, signal: {"block": True, "reason": "not in this notebook"}
     call = faux_assistant_message([faux_tool_call("list_variables", {}, id="c1")], stop_reason="toolUse")
     faux.set_responses([call, "understood"])

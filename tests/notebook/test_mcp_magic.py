@@ -24,7 +24,7 @@ from kernel_ipshell import ip_fixture, outputs, run  # noqa: F401
 from mcp_helpers import STDIO_COMMAND, HttpServer, process_exists, wait_for_port, wait_gone
 
 from pi_notebook.ai.faux import FauxRegistration, faux_assistant_message, faux_tool_call
-from pi_notebook.notebook import extension
+from pi_notebook.notebook import load as extension
 from pi_notebook.notebook.state import NotebookState, state_for
 
 MODEL = "--model faux:faux-1"

@@ -12,7 +12,7 @@ import pytest
 
 from pi_notebook.agent.types import AgentContext, BeforeToolCallContext
 from pi_notebook.ai.types import AssistantMessage, ToolCall
-from pi_notebook.notebook.extension import is_undo_cell
+from pi_notebook.notebook.load import is_undo_cell
 from pi_notebook.notebook.run.approval import USER_REJECTED, ApprovalGate
 from pi_notebook.notebook.tools.changes import Change, RunChanges
 from pi_notebook.notebook.tools.edits import PreviewRefused, replaced, unified

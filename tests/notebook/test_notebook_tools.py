@@ -19,7 +19,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 from kernel_ipshell import ip_fixture, run  # noqa: F401
 
 from pi_notebook.agent.types import AgentToolResult
-from pi_notebook.notebook.kernel.interrupts import watch_sigint
+from pi_notebook.notebook.host.interrupts import watch_sigint
 from pi_notebook.notebook.state import state_for
 from pi_notebook.notebook.tools.notebook_tools import (
     NOTEBOOK_TOOL_NAMES,

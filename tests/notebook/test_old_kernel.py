@@ -174,6 +174,7 @@ def test_kernel_interrupt_aborts_cleanly_and_the_next_cell_runs(k: Kernel) -> No
     assert value(k, "_pi.text") == "after the interrupt"
 
 
+@pytest.mark.timeout(660)  # a whole pytest run in the old venv, bounded at 600 s itself
 def test_the_shell_level_notebook_tests_pass_on_the_old_ipython() -> None:
     """The magic, transformer, tools, view and widget tests (everything below a real kernel or a
     browser) run inside the old venv, so IPython 7.x support is proven, not assumed."""

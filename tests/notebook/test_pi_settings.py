@@ -85,9 +85,9 @@ def test_the_trait_and_the_variable_come_before_pis_default(
     try:
         settings(agent_dir, defaultProvider="faux", defaultModel="faux-2")
         monkeypatch.setenv("PI_NOTEBOOK_MODEL", "faux:faux-1")
-        assert state_for(ip).conversation("a").state.model.id == "faux-1"
+        assert state_for(ip).conversations.session("a").state.model.id == "faux-1"
         monkeypatch.delenv("PI_NOTEBOOK_MODEL")
-        assert state_for(ip).conversation("b").state.model.id == "faux-2"
+        assert state_for(ip).conversations.session("b").state.model.id == "faux-2"
     finally:
         register.unregister()
 
@@ -96,14 +96,14 @@ def test_pis_thinking_level_is_clamped_and_a_set_trait_wins(ip: Any, agent_dir: 
     register = register_faux_provider(models=[{"id": "plain"}, {"id": "thinker", "reasoning": True}])
     try:
         settings(agent_dir, defaultProvider="faux", defaultModel="thinker", defaultThinkingLevel="high")
-        assert state_for(ip).conversation("a").state.thinking_level == "high"
+        assert state_for(ip).conversations.session("a").state.thinking_level == "high"
         settings(agent_dir, defaultProvider="faux", defaultModel="plain", defaultThinkingLevel="high")
         # Pi clamps its saved level to the model: no "--thinking high is ignored" for a level
         # the user never asked for in this notebook
-        assert state_for(ip).conversation("b").state.thinking_level == "off"
+        assert state_for(ip).conversations.session("b").state.thinking_level == "off"
         settings(agent_dir, defaultProvider="faux", defaultModel="thinker", defaultThinkingLevel="high")
         ip.run_line_magic("config", "PiMagics.thinking = 'off'")  # at its default, but set
-        assert state_for(ip).conversation("c").state.thinking_level == "off"
+        assert state_for(ip).conversations.session("c").state.thinking_level == "off"
     finally:
         register.unregister()
 
@@ -174,7 +174,7 @@ def test_new_keeps_the_model_and_thinking_level(ip: Any, agent_dir: Path) -> Non
         assert result.error_in_exec is None, result.error_in_exec
         result, _ = cell(ip, "--new", "fresh start")
         assert result.error_in_exec is None, result.error_in_exec
-        agent = state_for(ip).conversation()
+        agent = state_for(ip).conversations.session()
         assert (agent.state.model.id, agent.state.thinking_level) == ("thinker", "high")
         assert [m.role for m in agent.state.messages] == ["user", "assistant"]  # fresh, though
     finally:

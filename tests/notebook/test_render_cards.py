@@ -72,9 +72,57 @@ def test_run_code_arguments_show_as_code_with_real_newlines() -> None:
     assert "y = [i * 2 for i in range(3)]" in "".join(Tags(render_html(ViewState(items=[variable]))).text)
     other = card_with("add", {"a": 2, "b": "x" * 90})
     assert '{\n  "a": 2,' in "".join(Tags(render_html(ViewState(items=[other]))).text)  # pretty JSON
-    # The plain text is unchanged: deterministic one-line JSON.
-    plain_text = render_text(ViewState(items=[card_with("run_code", {"code": code})]))
-    assert '    args: {"code": "import math\\nx' in plain_text
+
+
+def test_the_frozen_text_of_a_run_code_card_shows_the_code_line_by_line() -> None:
+    code = "import matplotlib.pyplot as plt\nfig, ax = plt.subplots()\nfor i in range(3):\n\tax.plot([i])\n"
+    text = render_text(ViewState(items=[card_with("run_code", {"code": code})]))
+    assert text.splitlines() == [
+        "[tool] run_code (done)",
+        "    code:",
+        "        import matplotlib.pyplot as plt",
+        "        fig, ax = plt.subplots()",
+        "        for i in range(3):",
+        "        \tax.plot([i])",
+        "    result: ok",
+    ]
+    assert text == render_text(ViewState(items=[card_with("run_code", {"code": code})]))  # deterministic
+
+
+def test_other_code_arguments_show_as_lines_and_the_rest_as_one_line_of_json() -> None:
+    variable = card_with("set_variable", {"name": "y", "expression": "[i * 2\n for i in range(3)]"})
+    assert render_text(ViewState(items=[variable])).splitlines()[1:4] == [
+        "    code:",
+        "        y = [i * 2",
+        "         for i in range(3)]",
+    ]
+    edit = card_with("edit_cell", {"cell_id": "c7", "old": "x = 1\ny = 2", "new": "x = 3"})
+    assert render_text(ViewState(items=[edit])).splitlines()[1:5] == [
+        '    args: {"cell_id": "c7", "new": "x = 3"}',
+        "    old:",
+        "        x = 1",
+        "        y = 2",
+    ]
+    cells = [{"source": "# Title\ntext", "cell_type": "markdown"}, {"source": "a = 1\nb = 2"}]
+    insert = card_with("insert_cells", {"cells": cells, "after": "c1"})
+    assert render_text(ViewState(items=[insert])).splitlines()[1:8] == [
+        '    args: {"after": "c1"}',
+        "    cells[0] (markdown):",
+        "        # Title",
+        "        text",
+        "    cells[1] (code):",
+        "        a = 1",
+        "        b = 2",
+    ]
+    # control characters stay escaped (a terminal would act on them); an empty code is shown so
+    hostile = card_with("run_code", {"code": "print('\x1b[2J')\r\nx = 1"})
+    assert render_text(ViewState(items=[hostile])).splitlines()[1:4] == [
+        "    code:",
+        "        print('\\u001b[2J')",
+        "        x = 1",
+    ]
+    blank = card_with("run_code", {"code": " "})
+    assert render_text(ViewState(items=[blank])).splitlines()[1] == '    code: " "'
 
 
 def test_streaming_run_code_shows_the_code_so_far() -> None:

@@ -449,7 +449,7 @@ def test_running_the_cell_again_after_a_failure_sends_the_prompt_once(
     assert result.text == "Fine now."
     assert [m.role for m in ip.user_ns["_pi"].messages] == ["user", "assistant"]
     # the session file keeps the failed attempts as branches; its current branch has one prompt
-    manager = state_for(ip).sessions.session(DEFAULT_NAME).session_manager
+    manager = state_for(ip).conversations.session(DEFAULT_NAME).session_manager
     path = [getattr(e, "message", None) for e in manager.get_branch()]
     assert [m.role for m in path if m is not None] == ["user", "assistant"]
     prompts = [e for e in manager.get_entries() if getattr(getattr(e, "message", None), "role", "") == "user"]

@@ -36,7 +36,7 @@ from pi_notebook.ai.faux import (
     register_faux_provider,
 )
 from pi_notebook.notebook import conversations
-from pi_notebook.notebook.sessions.sessions import NOTEBOOK_ENTRY, RESTART_MESSAGE, RESTART_NOTE, RUN_ENTRY
+from pi_notebook.notebook.sessions.files import NOTEBOOK_ENTRY, RESTART_MESSAGE, RESTART_NOTE, RUN_ENTRY
 from pi_notebook.notebook.state import state_for
 from pi_notebook.session import SessionManager, list_sessions
 from pi_notebook.session.storage import encode_cwd
@@ -139,7 +139,7 @@ def test_secrets_never_reach_the_file(
     assert "[REDACTED]" in text
     # the transcript in memory is untouched: the model keeps its context (here, its own answer)
     assert (
-        state.sessions.tracked["default"]
+        state.conversations.get("default")
         .manager.build_session_context()
         .messages[-1]
         .content[0]

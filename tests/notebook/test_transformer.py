@@ -14,8 +14,8 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 from kernel_ipshell import ip_fixture  # noqa: F401
 
-from pi_notebook.notebook import extension
-from pi_notebook.notebook.extension import split_pi_cell
+from pi_notebook.notebook import load as extension
+from pi_notebook.notebook.load import split_pi_cell
 from pi_notebook.notebook.run.plan import strip_markers
 
 

@@ -515,3 +515,25 @@ def test_activity_says_what_a_running_view_waits_for() -> None:
         "waiting for approval",
         "",
     ]
+
+
+def test_a_call_sent_again_whole_keeps_its_card_and_another_call_under_its_id_gets_its_own() -> None:
+    """A turn that arrives whole (no streamed blocks) re-uses the card of the same call (the
+    calls of a failed turn the user chose to run); a different call under the same id (a
+    provider that reuses ids) gets a card of its own."""
+    def turn(state: ViewState, call: ToolCall) -> None:
+        message = AssistantMessage(
+            content=[call], api="faux", provider="faux", model="m", stop_reason="toolUse"
+        )
+        reduce(state, MessageStartEvent(message=message))
+        reduce(state, MessageEndEvent(message=message))
+
+    state = ViewState(prompt="go")
+    first = ToolCall(id="call_0", name="run_code", arguments={"code": "print(1)"})
+    turn(state, first)
+    turn(state, first.model_copy())
+    other = ToolCall(id="call_0", name="run_code", arguments={"code": "rm -rf ~"})
+    turn(state, other)
+    cards = [item for item in state.items if isinstance(item, ToolCard)]
+    assert [card.args for card in cards] == [first.arguments, other.arguments]
+    assert state.tool_card("call_0") is cards[1]

@@ -64,6 +64,7 @@ def installed_package(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path
         check=True,
         capture_output=True,
         cwd=root,
+        timeout=120,
     )
     sys.path.insert(0, str(target))
     try:

@@ -11,6 +11,7 @@ import os
 import shutil
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -172,6 +173,32 @@ def test_the_skill_tool_reads_skill_folders_only(tree: dict[str, Path]) -> None:
         read_skill_file(roots[0] + "/escape", roots, str(tree["cwd"]))
     with pytest.raises(PermissionError):
         read_skill_file(roots[0] + "/../../prompts/ok.md", roots, str(tree["cwd"]))
+
+
+def test_the_skill_tool_refuses_a_fifo_without_blocking(tree: dict[str, Path]) -> None:
+    """A FIFO in a skill folder would block ``open()`` until a writer came (an interrupt could not
+    end the read); it is refused at once, as is any file that is not a regular one."""
+    folder = tree["agent"] / "skills" / "good"
+    roots = [str(folder)]
+    os.mkfifo(folder / "pipe.md")
+    outcome: list[BaseException | str] = []
+
+    def read() -> None:
+        try:
+            outcome.append(read_skill_file(str(folder / "pipe.md"), roots, str(tree["cwd"])))
+        except BaseException as exc:
+            outcome.append(exc)
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    reader.join(timeout=5)
+    if reader.is_alive():  # unblock the reader so the thread ends, then fail
+        with open(folder / "pipe.md", "wb"):
+            pass
+        pytest.fail("reading a FIFO in a skill folder blocked")
+    [error] = outcome
+    assert isinstance(error, OSError)
+    assert "not a regular file" in str(error)
 
 
 def test_current_rereads_only_when_a_file_changed(tree: dict[str, Path]) -> None:

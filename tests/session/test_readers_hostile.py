@@ -101,7 +101,7 @@ def test_session_readers_take_each_nasty_line(tmp_path: Path, nasty: bytes) -> N
 
 @pytest.mark.parametrize("nasty", NASTY, ids=IDS)
 def test_the_notebook_tag_reader_takes_each_nasty_line(tmp_path: Path, nasty: bytes) -> None:
-    from pi_notebook.notebook.sessions.sessions import read_tag  # what %pi sessions reads
+    from pi_notebook.notebook.sessions.files import read_tag  # what %pi sessions reads
 
     path = tmp_path / "s.jsonl"
     tag = b'{"type":"custom","id":"t1","parentId":"a1","timestamp":"x","customType":"pi-notebook",'

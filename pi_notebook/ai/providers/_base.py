@@ -25,12 +25,13 @@ from typing import Any, Generic, TypeVar, cast
 import httpx
 
 from ..abort import ABORT_MESSAGE, AbortError, run_abortable
+from ..call_ids import CallIds
 from ..event_stream import AssistantMessageEventStream, error_stream
 from ..events import DoneEvent, DoneReason, ErrorEvent, StartEvent
 from ..failures import RequestFailure, retry_after_seconds
 from ..http import ProviderError, get_client, open_stream, request_timeout, transport_error_text
 from ..options import SimpleStreamOptions, StreamOptions, coerce_options
-from ..redact import redact, secret_header_values
+from ..redact import redact, secret_header_values, url_secrets
 from ..types import AssistantMessage, Context, Model, Usage
 
 OptionsT = TypeVar("OptionsT", bound=StreamOptions)
@@ -43,11 +44,13 @@ class StreamError(Exception):
 class ProviderRun:
     """State of one request: the mutable output message, the event stream, the options."""
 
-    __slots__ = ("model", "options", "output", "reading", "stream")
+    __slots__ = ("call_ids", "model", "options", "output", "reading", "stream")
 
-    def __init__(self, model: Model, options: StreamOptions) -> None:
+    def __init__(self, model: Model, options: StreamOptions, context: Context | None = None) -> None:
         self.model = model
         self.options = options
+        self.call_ids = CallIds(context.messages if context is not None else ())
+        """Ids of the transcript: a parsed tool call claims its id here (``ai.call_ids``)."""
         self.stream = AssistantMessageEventStream()
         self.output = AssistantMessage(
             content=[],
@@ -91,9 +94,11 @@ def start_provider_stream(
     options: StreamOptions,
     body: Callable[[ProviderRun], Awaitable[None]],
     label: str,
+    context: Context | None = None,
 ) -> AssistantMessageEventStream:
-    """Run ``body`` in a background task under the abort signal and the error wrapper."""
-    run = ProviderRun(model, options)
+    """Run ``body`` in a background task under the abort signal and the error wrapper
+    (``context``: the request's, whose tool-call ids the response's calls must not reuse)."""
+    run = ProviderRun(model, options, context)
     run.stream.start(lambda: _produce(run, body, label))
     return run.stream
 
@@ -115,14 +120,23 @@ async def _produce(run: ProviderRun, body: Callable[[ProviderRun], Awaitable[Non
         aborted = (signal is not None and signal.aborted) or isinstance(exc, asyncio.CancelledError)
         output.stop_reason = "aborted" if aborted else "error"
         text = ABORT_MESSAGE if aborted else describe_error(exc, label if run.reading else None, run.options)
-        # an error body or event may echo the request's credentials back
-        secrets = [run.options.api_key, *secret_header_values(run.options.headers)]
-        output.error_message = redact(text, [*secrets, *secret_header_values(run.model.headers)])
+        output.error_message = redact_error(text, run.model, run.options)
         if aborted or output.failure is None:
             output.failure = classify_failure(exc, aborted=aborted, reading=run.reading)
         run.stream.push(ErrorEvent(reason=output.stop_reason, error=output))
     finally:
         run.stream.end()
+
+
+def redact_error(text: str, model: Model, options: StreamOptions | None = None) -> str:
+    """An error text as it may be shown and stored: an error body or event may echo the
+    request's credentials back (the key, a credential header, the userinfo or a query value of
+    the base URL, the Basic token built from it), and a URL in it shows no userinfo or query
+    values."""
+    secrets: list[str | None] = [*secret_header_values(model.headers), *url_secrets(model.base_url)]
+    if options is not None:
+        secrets += [options.api_key, *secret_header_values(options.headers)]
+    return redact(text, secrets)
 
 
 def redact_key(text: str, api_key: str | None) -> str:
@@ -195,7 +209,7 @@ class Provider(Generic[OptionsT]):
         try:
             return self._start(model, _as_context(context), coerce_options(options, self.options_type))
         except Exception as exc:  # streams never raise: a setup failure is the error event
-            return error_stream(model, describe_error(exc))
+            return error_stream(model, redact_error(describe_error(exc), model))
 
     def stream_simple(
         self, model: Model, context: Context | Mapping[str, Any], options: Any = None
@@ -209,11 +223,13 @@ class Provider(Generic[OptionsT]):
                 opts = dataclasses.replace(opts, **passthrough)
             return self._start(model, ctx, opts)
         except Exception as exc:  # streams never raise: a setup failure is the error event
-            return error_stream(model, describe_error(exc))
+            return error_stream(model, redact_error(describe_error(exc), model))
 
     def _start(self, model: Model, context: Context, options: OptionsT) -> AssistantMessageEventStream:
         body = self.body
-        return start_provider_stream(model, options, lambda run: body(run, context, options), self.label)
+        return start_provider_stream(
+            model, options, lambda run: body(run, context, options), self.label, context
+        )
 
 
 def _as_context(context: Context | Mapping[str, Any]) -> Context:

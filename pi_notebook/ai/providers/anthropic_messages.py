@@ -186,9 +186,10 @@ class _Open:
 class _Parser:
     """Applies decoded SSE events to ``run.output`` and pushes Pi's block events."""
 
-    __slots__ = ("model", "open", "output", "push", "started", "stopped")
+    __slots__ = ("call_ids", "model", "open", "output", "push", "started", "stopped")
 
     def __init__(self, run: ProviderRun) -> None:
+        self.call_ids = run.call_ids
         self.model = run.model
         self.output = run.output
         self.push = run.stream.push
@@ -302,7 +303,9 @@ class _Parser:
         elif kind == "tool_use":
             # llama.cpp omits ``input`` here; the arguments then arrive only as deltas
             block = ToolCall(
-                id=raw.get("id") or "", name=raw.get("name") or "", arguments=raw.get("input") or {}
+                id=self.call_ids.claim(raw.get("id")),  # none or a reused one: a fresh id
+                name=raw.get("name") or "",
+                arguments=raw.get("input") or {},
             )
         else:
             return  # server-side tool blocks (web search results, ...) are not Pi content

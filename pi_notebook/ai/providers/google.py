@@ -190,9 +190,10 @@ _KNOWN_FINISH = frozenset({
 class _GeminiParser:
     """Applies decoded ``GenerateContentResponse`` chunks to ``run.output``."""
 
-    __slots__ = ("current", "model", "output", "push")
+    __slots__ = ("call_ids", "current", "model", "output", "push")
 
     def __init__(self, run: ProviderRun) -> None:
+        self.call_ids = run.call_ids
         self.model = run.model
         self.output = run.output
         self.push = run.stream.push
@@ -288,9 +289,8 @@ class _GeminiParser:
         self._close_block()
         output = self.output
         name = call.get("name") or ""
-        provided = call.get("id")
-        duplicate = any(block.type == "toolCall" and block.id == provided for block in output.content)
-        tool_id = provided if provided and not duplicate else f"{name}_{now_ms()}_{next(_tool_call_counter)}"
+        # missing, or used before in this response or the transcript: Pi's generated id
+        tool_id = self.call_ids.claim(call.get("id"), lambda: f"{name}_{now_ms()}_{next(_tool_call_counter)}")
         args = call.get("args")
         tool_call = ToolCall(id=tool_id, name=name, arguments=args if isinstance(args, dict) else {})
         if signature:

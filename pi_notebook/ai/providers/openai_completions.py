@@ -25,6 +25,7 @@ from typing import Any
 import httpx
 from jiter import from_json
 
+from ..call_ids import fresh_mistral_call_id
 from ..cost import calculate_cost
 from ..env import missing_key_message, needs_api_key
 from ..events import (
@@ -98,6 +99,8 @@ def build_headers(model: Model, options: OpenAICompletionsOptions, compat: Compa
 async def _request(run: ProviderRun, context: Context, options: OpenAICompletionsOptions) -> None:
     model = run.model
     compat = resolve_compat(model)
+    if compat.tool_call_id_format == "mistral":  # replayed as it is: Mistral takes only its own form
+        run.call_ids.fresh = fresh_mistral_call_id
     headers = build_headers(model, options, compat)
     payload = build_params(model, context, options, compat)
     url = model.base_url.rstrip("/") + "/chat/completions"
@@ -183,13 +186,15 @@ async def _consume(run: ProviderRun, response: httpx.Response, api_key: str | No
 class _ToolSlot:
     """Streaming state of one tool-call block; the raw argument text never touches the block."""
 
-    __slots__ = ("block", "index", "raw", "stream_index")
+    __slots__ = ("block", "index", "raw", "sent_id", "stream_index")
 
     def __init__(self, block: ToolCall, index: int, stream_index: int | None) -> None:
         self.block = block
         self.index = index
         self.stream_index = stream_index
         self.raw = ""
+        self.sent_id = ""
+        """The id the server sent (the block may carry a fresh one: ``ai.call_ids``)."""
 
 
 class _ChunkParser:
@@ -200,6 +205,7 @@ class _ChunkParser:
         "blocks",
         "by_id",
         "by_index",
+        "call_ids",
         "model",
         "need_id",
         "need_model",
@@ -233,6 +239,7 @@ class _ChunkParser:
         self.by_id: dict[str, _ToolSlot] = {}
         self.slots: dict[int, _ToolSlot] = {}
         self.pending_details: dict[str, str] = {}
+        self.call_ids = run.call_ids
 
     def on_data(self, data: bytes) -> bool:
         """Handle one ``data:`` payload; ``True`` at ``[DONE]``."""
@@ -338,9 +345,14 @@ class _ChunkParser:
         stream_index = index if type(index) is int else None
         slot = self.by_index.get(stream_index) if stream_index is not None else None
         if slot is None and call_id:
-            slot = self.by_id.get(call_id)
+            known = self.by_id.get(call_id)
+            # a call at another stream index is another call, even under the same id
+            if known is not None and (stream_index is None or known.stream_index is None):
+                slot = known
         if slot is None:
-            block = ToolCall(id=call_id or "", name=name, arguments={})
+            # a reused id becomes a fresh one before any event shows the call (servers that
+            # number calls per response send call_0 every turn); none yet: it may come later
+            block = ToolCall(id=self.call_ids.claim(call_id) if call_id else "", name=name, arguments={})
             slot = _ToolSlot(block, len(self.blocks), stream_index)
             self.blocks.append(block)
             self.slots[slot.index] = slot
@@ -350,14 +362,15 @@ class _ChunkParser:
             slot.stream_index = stream_index
         if stream_index is not None:
             self.by_index[stream_index] = slot
-        if call_id:
+        if call_id and type(call_id) is str:
             if not block.id:
-                block.id = call_id
+                block.id = self.call_ids.claim(call_id)
+            slot.sent_id = slot.sent_id or call_id
             self.by_id[call_id] = slot
         if not block.name and name:
             block.name = name
-        if block.id and self.pending_details:
-            detail = self.pending_details.pop(block.id, None)
+        if slot.sent_id and self.pending_details:
+            detail = self.pending_details.pop(slot.sent_id, None)
             if detail:
                 block.thought_signature = detail
         fragment = function.get("arguments")
@@ -422,6 +435,8 @@ class _ChunkParser:
                 push(ThinkingEndEvent(index, block.thinking, output))
             else:
                 block.arguments = parse_streaming_json(self.slots[index].raw)
+                if not block.id:  # the server never sent one ("" would key every such call)
+                    block.id = self.call_ids.claim("")
                 push(ToolCallEndEvent(index, block, output))
         if output.stop_reason == "error":
             raise StreamError(output.error_message or "Provider returned an error stop reason")

@@ -156,6 +156,7 @@ class _ResponsesParser:
     """Applies decoded Responses events to ``run.output`` and pushes Pi's block events."""
 
     __slots__ = (
+        "call_ids",
         "handlers",
         "model",
         "output",
@@ -167,6 +168,7 @@ class _ResponsesParser:
     )
 
     def __init__(self, run: ProviderRun, service_tier: str | None) -> None:
+        self.call_ids = run.call_ids
         self.model = run.model
         self.output = run.output
         self.push = run.stream.push
@@ -287,7 +289,9 @@ class _ResponsesParser:
             slot = self.slots[output_index] = _Slot("text", text, index)
             self.push(TextStartEvent(index, output))
         elif kind == "function_call":
-            call = ToolCall(id=f"{item.get('call_id')}|{item.get('id')}", name=item.get("name") or "")
+            # the call part is what a tool result references: none or a reused one gets a fresh id
+            call_id = self.call_ids.claim(item.get("call_id"))
+            call = ToolCall(id=f"{call_id}|{item.get('id')}", name=item.get("name") or "")
             output.content.append(call)
             slot = self.slots[output_index] = _Slot("toolCall", call, index)
             slot.partial_json = item.get("arguments") or ""

@@ -15,16 +15,17 @@ from typing import Any
 
 from IPython.core.error import UsageError
 
-from ...agent import Agent
-from ...agent.agent import has_model
 from ...ai.levels import THINKING_LEVELS
+from ...ai.redact import redact_urls
+from ...runtime import AgentSession
 from ..config import DEFAULT_NAME, MODEL_ENV, PiConfig
 from ..defaults import effective
-from ..kernel.compat import can_await
+from ..host.compat import can_await
 from ..options import model_option
 from ..result import sum_usage
 from ..run.approval import RunMode
 from ..run.requests import silent_server_bound
+from ..sessions.conversations import use_model
 from ..state import NotebookState
 from ..tools.notebook_tools import is_notebook_tool, mcp_tool_patterns, parse_tools_spec
 from ..tools.references import single_line
@@ -112,10 +113,10 @@ def run_command(state: NotebookState, line: str) -> None:
     handler(state, name, rest)
 
 
-def conversation(state: NotebookState, name: str | None, *, new: bool = False) -> Agent:
-    """The conversation ``name`` with a bad default model reported as a ``UsageError``."""
+def conversation(state: NotebookState, name: str | None) -> AgentSession:
+    """The session of conversation ``name``, a bad default model reported as a ``UsageError``."""
     try:
-        return state.new_conversation(name) if new else state.conversation(name)
+        return state.conversations.session(name)
     except ValueError as exc:
         raise UsageError(f"default model (c.PiMagics.model / {MODEL_ENV}): {exc}") from None
 
@@ -127,13 +128,13 @@ def _model_cmd(state: NotebookState, name: str | None, rest: str) -> None:
     words = rest.split()
     save = "--save" in words
     spec = " ".join(w for w in words if w != "--save")
-    agent = conversation(state, name)
+    session = conversation(state, name)
     if spec:
-        agent.state.model = model_option(spec)
-    model = agent.state.model
-    print(f"{model.provider}:{model.id}" if has_model(agent) else "no model set")
+        use_model(session, model_option(spec))
+    model = session.model
+    print(f"{model.provider}:{model.id}" if model is not None else "no model set")
     if save:
-        if not has_model(agent):
+        if model is None:
             raise UsageError("model --save needs a model: %pi model provider:id --save")
         print(_save_default(state, model.provider, model.id))
 
@@ -155,27 +156,27 @@ def _save_default(state: NotebookState, provider: str, model_id: str) -> str:
 
 
 def _thinking_cmd(state: NotebookState, name: str | None, rest: str) -> None:
-    agent = conversation(state, name)
+    session = conversation(state, name)
     if rest:
         if rest not in THINKING_LEVELS:
             raise UsageError(f"thinking must be one of {', '.join(THINKING_LEVELS)}, not {rest!r}")
-        agent.state.thinking_level = rest
-    print(agent.state.thinking_level)
+        session.set_thinking_level(rest)
+    print(session.thinking_level)
 
 
 def _status_cmd(state: NotebookState, name: str | None, rest: str) -> None:
-    agent = conversation(state, name)
-    model = agent.state.model
-    usage = sum_usage([m for m in agent.state.messages if getattr(m, "role", None) == "assistant"])
+    session = conversation(state, name)
+    model = session.model
+    usage = sum_usage([m for m in session.messages if getattr(m, "role", None) == "assistant"])
     # What the next %%pi cell of this client would do: awaited when the transformer can await.
     mode = state.run_mode(awaited=can_await(state.shell), text=state.config.text)
     headless = mode.headless
     lines = [
         f"conversation: {name or DEFAULT_NAME} (of {', '.join(state.names())})",
-        f"model: {model.provider}:{model.id}" if has_model(agent) else "model: none",
-        f"thinking: {agent.state.thinking_level}",
+        f"model: {model.provider}:{model.id}" if model is not None else "model: none",
+        f"thinking: {session.thinking_level}",
         f"defaults: {defaults_line(state)}",
-        f"messages: {len(agent.state.messages)}; running: {'yes' if agent.state.is_streaming else 'no'}",
+        f"messages: {len(session.messages)}; running: {'yes' if session.is_streaming else 'no'}",
         f"tokens: {usage.input} in, {usage.output} out, {usage.cache_read} cache read, "
         f"{usage.cache_write} cache write; cost: ${usage.cost.total:.4f}",
         f"tools: {state.config.tools}",
@@ -185,7 +186,7 @@ def _status_cmd(state: NotebookState, name: str | None, rest: str) -> None:
         *_approvals_lines(state),
         f"controls: {controls_line(mode)}",
         f"headless: {'yes' if headless.headless else 'no'} ({headless.reason})",
-        f"session: {session_line(state.sessions, name or DEFAULT_NAME)}",
+        f"session: {session_line(state.sessions, session)}",
     ]
     print("\n".join(lines))
 
@@ -268,7 +269,8 @@ def history_line(message: Any) -> str:
     stop = getattr(message, "stop_reason", None) if role == "assistant" else None
     if stop not in (None, "stop", "toolUse"):
         error = getattr(message, "error_message", None)
-        ending = f"{stop}: {single_line(error, 300)}" if error else stop
+        # a message read back from an older session file may hold a URL with a key in it
+        ending = f"{stop}: {single_line(redact_urls(error), 300)}" if error else stop
         parts.append(f"[{ending}]")
     return f"{label}: {' '.join(parts)}".rstrip()
 
@@ -278,13 +280,13 @@ def _history_cmd(state: NotebookState, name: str | None, rest: str) -> None:
         count = int(rest) if rest else 20
     except ValueError:
         raise UsageError(f"history takes a number, not {rest!r}") from None
-    agent = conversation(state, name)
-    messages = agent.state.messages
+    session = conversation(state, name)
+    messages = session.messages
     if not messages:
         print("(empty conversation)")
         return
     # User turns are numbered as %pi branch counts them (turns compacted away included).
-    turn = turn_offset(state.sessions, name or DEFAULT_NAME, agent)
+    turn = turn_offset(session)
     numbered = []
     for message in messages:
         if getattr(message, "role", None) == "user":
@@ -298,7 +300,7 @@ def _history_cmd(state: NotebookState, name: str | None, rest: str) -> None:
 
 def _reset_cmd(state: NotebookState, name: str | None, rest: str) -> None:
     conversation(state, name)  # a bad default model is a UsageError here, as for any subcommand
-    state.reset_conversation(name)
+    state.conversations.reset(name)
     print(f"conversation {name or DEFAULT_NAME!r} cleared")
 
 
@@ -326,9 +328,9 @@ def _tools_cmd(state: NotebookState, name: str | None, rest: str) -> None:
 def _steer_cmd(state: NotebookState, name: str | None, rest: str) -> None:
     if not rest:
         raise UsageError("steer needs the message text")
-    agent = conversation(state, name)
-    agent.steer(rest)
-    print("steering message queued" + ("" if agent.state.is_streaming else " for the next run"))
+    session = conversation(state, name)
+    session.queue(rest, "steer")  # /skill:name and /template expand as Pi expands them
+    print("steering message queued" + ("" if session.is_streaming else " for the next run"))
 
 
 def _mcp_cmd(state: NotebookState, name: str | None, rest: str) -> None:

@@ -13,7 +13,6 @@ import contextlib
 
 from IPython.core.error import UsageError
 
-from ..config import DEFAULT_NAME
 from ..run.extension_ui import CellUI
 from ..state import NotebookState
 from .sessions import run_coroutine
@@ -60,7 +59,7 @@ def extension_command(state: NotebookState, name: str | None, command: str, rest
         _new_errors(state, before)
         return False
     with contextlib.suppress(ValueError):  # no default model yet: no conversation to act on
-        runner.bind(state.sessions.session(name or DEFAULT_NAME))
+        runner.bind(state.conversations.session(name))
     ui = CellUI(print, why=NO_CLICK)
 
     async def run() -> None:

@@ -2,7 +2,7 @@
 
 Each takes ``(state, name, rest)`` like the other subcommands in ``conversation.py``, which adds
 ``SESSION_SUBCOMMANDS`` to its table. They act on the conversation ``name`` (``--name``) and
-its session (``sessions/sessions.py``). A command that needs a model (``compact``,
+its ``AgentSession`` (``sessions/conversations.py``). A command that needs a model (``compact``,
 ``branch --summarize``) runs it on a private event loop in a worker thread: a line magic
 cannot await.
 """
@@ -18,10 +18,10 @@ from typing import Any, TypeVar
 
 from IPython.core.error import UsageError
 
-from ...agent import Agent
+from ...runtime import AgentSession
 from ...session import CompactionError, SessionError
 from ..config import DEFAULT_NAME, MODEL_ENV
-from ..sessions.sessions import NotebookSessions, user_turns
+from ..sessions.files import SessionFiles, user_turns
 from ..state import NotebookState
 from ..tools.references import single_line, truncate
 from ..view.notices import compaction_text
@@ -57,14 +57,15 @@ def run_coroutine(factory: Callable[[], Coroutine[Any, Any, _T]]) -> _T:
     return out[0]
 
 
-def _agent(state: NotebookState, name: str | None) -> Agent:
+def _idle(state: NotebookState, name: str | None) -> AgentSession:
+    """The session of conversation ``name``, which must not be running."""
     try:
-        agent = state.conversation(name)
+        session = state.conversations.session(name)
     except ValueError as exc:
         raise UsageError(f"default model (c.PiMagics.model / {MODEL_ENV}): {exc}") from None
-    if agent.state.is_streaming:
+    if session.is_streaming:
         raise UsageError(f"conversation {name or DEFAULT_NAME!r} is running; wait for it to end")
-    return agent
+    return session
 
 
 def _size(size: int) -> str:
@@ -87,7 +88,7 @@ def sessions_cmd(state: NotebookState, name: str | None, rest: str) -> None:
     if not rows:
         print(f"no recorded conversations of this notebook in {sessions.directory()}")
         return
-    current = {t.manager.session_file for t in sessions.tracked.values()}
+    current = {found.manager.session_file for _, found in state.conversations.items()}
     print(f"   #  {'name':<18} {'first prompt':<40} {'msgs':>4} {'size':>8}  last change")
     for number, row in enumerate(rows, 1):
         info = row.info
@@ -102,29 +103,28 @@ def sessions_cmd(state: NotebookState, name: str | None, rest: str) -> None:
 
 
 def resume_cmd(state: NotebookState, name: str | None, rest: str) -> None:
-    sessions = state.sessions
     key = name or DEFAULT_NAME
-    agent = _agent(state, name)
+    session = _idle(state, name)
     try:
-        path = sessions.find(key, rest.strip())
-        count = sessions.resume_into(key, agent, path)
+        path = state.sessions.find(key, rest.strip(), session.session_file)
+        count = state.conversations.resume(key, path)
     except (LookupError, SessionError) as exc:
         raise UsageError(str(exc)) from None
-    model = agent.state.model
+    model = session.state.model
     print(
         f"conversation {key!r} resumed from {os.path.basename(path)}: {count} messages, "
         f"model {model.provider}:{model.id}. The model will be told the kernel restarted."
     )
-    problem = sessions.tracked[key].manager.problem_line()
-    if problem:
+    problem = state.conversations.session(key).session_manager.problem_line()
+    if problem:  # what the load skipped or repaired, one line
         print(problem)
 
 
-def session_line(sessions: NotebookSessions, name: str) -> str:
-    """Where conversation ``name`` is recorded, for ``%pi status``."""
+def session_line(sessions: SessionFiles, session: AgentSession) -> str:
+    """Where the conversation of ``session`` is recorded, for ``%pi status``."""
     if not sessions.recording:
         return "not recorded (c.PiMagics.record / $PI_NOTEBOOK_RECORD)"
-    manager = sessions.get(name).manager
+    manager = session.session_manager
     path = manager.session_file or ""
     if manager.write_failure is not None:  # the disk refused: say so here too
         return f"{path} (cannot be written now; {manager.unsaved_entries} entries wait in memory)"
@@ -132,13 +132,10 @@ def session_line(sessions: NotebookSessions, name: str) -> str:
     return f"{path}{written}"
 
 
-def turn_offset(sessions: NotebookSessions, name: str, agent: Agent) -> int:
+def turn_offset(session: AgentSession) -> int:
     """How many user turns of the session's branch the transcript no longer shows (compacted)."""
-    tracked = sessions.tracked.get(name)
-    if tracked is None:
-        return 0
-    shown = sum(1 for m in agent.state.messages if getattr(m, "role", None) == "user")
-    return max(0, len(user_turns(tracked.manager)) - shown)
+    shown = sum(1 for m in session.messages if getattr(m, "role", None) == "user")
+    return max(0, len(user_turns(session.session_manager)) - shown)
 
 
 def branch_cmd(state: NotebookState, name: str | None, rest: str) -> None:
@@ -148,10 +145,8 @@ def branch_cmd(state: NotebookState, name: str | None, rest: str) -> None:
     if len(words) != 1 or not words[0].isdigit():
         raise UsageError("branch needs a user turn number N from %pi history (0: the start)")
     number = int(words[0])
-    sessions = state.sessions
     key = name or DEFAULT_NAME
-    agent = _agent(state, name)
-    session = sessions.session(key)
+    session = _idle(state, name)
     turns = user_turns(session.session_manager)
     if number > len(turns):
         raise UsageError(f"there are {len(turns)} user turns; %pi history numbers them")
@@ -165,16 +160,14 @@ def branch_cmd(state: NotebookState, name: str | None, rest: str) -> None:
         raise UsageError(f"branch: {exc}") from None
     kept = "the start" if number == 0 else f"turn {number}"
     print(
-        f"conversation {key!r} continues after {kept} ({len(agent.state.messages)} messages); "
+        f"conversation {key!r} continues after {kept} ({len(session.messages)} messages); "
         "the later turns stay in the session file as another branch"
     )
 
 
 def fork_cmd(state: NotebookState, name: str | None, rest: str) -> None:
-    sessions = state.sessions
     key = name or DEFAULT_NAME
-    _agent(state, name)
-    session = sessions.session(key)
+    session = _idle(state, name)
     old = session.session_file
     leaf = session.session_manager.get_leaf_id()
     if leaf is None:
@@ -189,26 +182,21 @@ def fork_cmd(state: NotebookState, name: str | None, rest: str) -> None:
 
 
 def name_cmd(state: NotebookState, name: str | None, rest: str) -> None:
-    sessions = state.sessions
-    key = name or DEFAULT_NAME
-    session = sessions.session(key)
+    session = state.conversations.session(name)
     if rest:
         session.set_session_name(rest)
     print(session.session_name or "(no name; %pi name TEXT sets one)")
 
 
 def compact_cmd(state: NotebookState, name: str | None, rest: str) -> None:
-    sessions = state.sessions
-    key = name or DEFAULT_NAME
-    agent = _agent(state, name)
-    session = sessions.session(key)
+    session = _idle(state, name)
     try:
         result = run_coroutine(lambda: session.compact(rest or None))
     except CompactionError as exc:
         raise UsageError(f"compact: {exc}") from None
     print(
         compaction_text("manual", result.tokens_before)
-        + f" {len(agent.state.messages)} messages in the context now."
+        + f" {len(session.messages)} messages in the context now."
     )
 
 

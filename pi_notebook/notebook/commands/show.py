@@ -18,7 +18,7 @@ from IPython.core.error import UsageError
 from IPython.display import display as _untyped_display
 
 from ..config import DEFAULT_NAME
-from ..kernel.compat import get_kernel
+from ..host.compat import get_kernel
 from ..run.reattach import was_attached
 from ..sessions.replay import Recording, play, recorded_runs
 from ..state import NotebookState
@@ -51,12 +51,12 @@ def _elapsed(recording: Recording) -> float | None:
 def _runs(state: NotebookState, name: str) -> tuple[list[Recording], str]:
     """The conversation's recorded runs and where they were read (for the error line)."""
     sessions = state.sessions
-    tracked = sessions.tracked.get(name)
-    if tracked is not None:
-        runs = recorded_runs(tracked.manager)
+    found = state.conversations.find(name)
+    if found is not None:
+        runs = recorded_runs(found.manager)
         if runs:
-            return runs, tracked.manager.session_file or "this kernel's session"
-    latest = sessions.latest(name)
+            return runs, found.manager.session_file or "this kernel's session"
+    latest = sessions.latest(name, found.manager.session_file if found is not None else None)
     if latest is None:
         return [], sessions.directory()
     return recorded_runs(sessions.open_manager(latest.info.path)), latest.info.path

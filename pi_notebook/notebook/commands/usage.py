@@ -63,13 +63,11 @@ def _runs(state: NotebookState, name: str | None) -> str:
 
 
 def _conversations(state: NotebookState, name: str | None) -> str:
-    names = [n for n in state.names() if name is None or n == name]
-    tracked = state.sessions.tracked
     rows = []
-    for conversation in names:
-        if conversation not in tracked:
+    for conversation, found in state.conversations.items():
+        if name is not None and conversation != name:
             continue
-        session = tracked[conversation].session
+        session = found.session
         rows.append([conversation, *_spend_cells(session.spent), budget_text(session.budget)])
     if not rows:
         return "conversations: none has run yet in this kernel"

@@ -35,6 +35,7 @@ ipykernel < 7.4, the non-awaited fallback). ``ask`` where nobody can click degra
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from contextvars import ContextVar, Token
@@ -46,7 +47,7 @@ from ...agent.types import AgentTool, BeforeToolCallContext, BeforeToolCallResul
 from ...ai.abort import AbortSignal
 from ...ai.types import ToolCall
 from ..config import POLICIES, Policy
-from ..kernel.compat import execute_request_content, get_kernel, inactive_controls_reason, widgets_available
+from ..host.compat import execute_request_content, get_kernel, inactive_controls_reason, widgets_available
 from ..tools.edits import PreviewRefused
 from ..tools.notebook_tools import STATE_CHANGING_TOOLS
 
@@ -246,6 +247,15 @@ def denied_reason(name: str, decision: ToolPolicy, *, headless: bool) -> str:
     return f"Tool call denied: {name} needs approval ({where} is 'ask') and {nobody}."
 
 
+CallKey: TypeAlias = tuple[str, str, str]
+"""One tool call as a comparable value: its id, its tool and its arguments (canonical JSON)."""
+
+
+def call_key(call: ToolCall) -> CallKey:
+    arguments = json.dumps(call.arguments, sort_keys=True, ensure_ascii=False, default=repr)
+    return call.id, call.name, arguments
+
+
 class ApprovalGate:
     """A ``before_tool_call`` hook applying the approval policies of a run.
 
@@ -255,6 +265,10 @@ class ApprovalGate:
     asking on the card; ``note`` shows a hook's reason on the card; ``signal()`` is the run's
     abort signal, which ends a wait for a click; ``announce`` is called once, at the first call
     the run's policy decides (the runner shows the policy's line then, not before).
+
+    Nothing is remembered by tool-call id: a click answers the one call it was asked for, and
+    an approval given before the gate decides (``ask_approval``, ``approve``) is bound to the
+    exact call (id, tool, arguments) and counts once; ``delete_cells`` asks every time.
     """
 
     def __init__(
@@ -279,8 +293,11 @@ class ApprovalGate:
         self._announce = announce
         self._preview = preview
         self.denied: list[str] = []
-        self.approved: set[str] = set()
-        """Calls the user approved through ``ask_approval``: the gate does not ask twice."""
+        self._asked: list[CallKey | str] = []
+        """Approvals given through ``ask_approval`` since the gate's last decision: the exact
+        call, or an id (bound to the next call the gate decides, if it has that id)."""
+        self._clicked: list[CallKey] = []
+        """Exact calls approved before they reached the gate (``approve``); each counts once."""
 
     def decision(self, name: str, tool: AgentTool | None) -> ToolPolicy | None:
         decision = tool_policy(name, tool, self.approvals, self.policy)
@@ -298,9 +315,10 @@ class ApprovalGate:
         if decision is not None and decision.source == "run" and self._announce is not None:
             announce, self._announce = self._announce, None
             announce()
+        approved = self._take_approval(call)
         if decision is None or decision.policy == "auto":
             return None
-        if decision.policy == "ask" and call.id in self.approved:
+        if decision.policy == "ask" and approved and call.name not in ALWAYS_ASK:
             return None
         if decision.policy == "deny" or self.request is None:
             self._mark(call.id, False)
@@ -315,15 +333,50 @@ class ApprovalGate:
                 self._mark(call.id, False)
                 self.denied.append(call.id)
                 return BeforeToolCallResult(block=True, reason=str(exc))
-        if await self.ask(call.id, shown, signal=signal):
+        if await self._ask(call.id, shown, signal=signal):
             return None
         return BeforeToolCallResult(block=True, reason=USER_DENIED if shown is None else USER_REJECTED)
 
+    def approve(self, calls: Iterable[ToolCall]) -> None:
+        """Count a click already given on these exact calls' cards as their approval (once each)."""
+        self._clicked.extend(call_key(call) for call in calls)
+
+    def _take_approval(self, call: ToolCall) -> bool:
+        """Whether the user approved this exact call before the gate saw it. An approval counts
+        once, for the call it was given for: never for another call under the same id (servers
+        reuse ids), and an ``ask_approval`` answer lasts only until the gate's next decision."""
+        key = call_key(call)
+        asked, self._asked = self._asked, []
+        if key in self._clicked:
+            self._clicked.remove(key)
+            return True
+        return key in asked or call.id in asked
+
     async def ask(
-        self, tool_call_id: str, reason: str | None = None, signal: AbortSignal | None = None
+        self,
+        tool_call_id: str,
+        reason: str | None = None,
+        signal: AbortSignal | None = None,
+        *,
+        call: ToolCall | None = None,
+    ) -> bool:
+        """Ask the user about one call for a hook or a tool (``ask_approval``): an approval then
+        counts for the gate's next decision, if that is about this exact ``call`` (given), or
+        about a call with this id (only the id given)."""
+        remember: CallKey | str = call_key(call) if call is not None else tool_call_id
+        return await self._ask(tool_call_id, reason, signal, remember=remember)
+
+    async def _ask(
+        self,
+        tool_call_id: str,
+        reason: str | None = None,
+        signal: AbortSignal | None = None,
+        *,
+        remember: CallKey | str | None = None,
     ) -> bool:
         """Ask the user about one call (Approve / Deny on its card); ``False`` at once when
-        nobody can click, and as soon as the run is aborted."""
+        nobody can click, and as soon as the run is aborted. ``remember``: what an approval
+        binds to, for the gate's decision that follows."""
         if self.request is None:
             self._mark(tool_call_id, False)
             self.denied.append(tool_call_id)
@@ -334,7 +387,8 @@ class ApprovalGate:
             signal = self._signal()
         approved = await _race_abort(self.request(tool_call_id), signal)
         if approved:
-            self.approved.add(tool_call_id)
+            if remember is not None:
+                self._asked.append(remember)
             if reason and self.note is not None:
                 self.note(tool_call_id, "")  # answered: the card shows the tool's own progress
         else:
@@ -372,8 +426,11 @@ async def ask_approval(
 
     For code running inside a ``%%pi`` run: its ``before_tool_call`` hook, typically, or a
     tool. Where nobody can click (headless, ``--text``, inactive controls) the answer is
-    ``False`` at once, and a Stop or interrupt answers ``False`` too. A call approved here is
-    not asked about again by the run's own policy (a ``deny`` policy still blocks it).
+    ``False`` at once, and a Stop or interrupt answers ``False`` too. The call approved here
+    (from a ``before_tool_call`` hook: the one being decided) is not asked about again by the
+    run's own policy; a ``deny`` policy still blocks it, ``delete_cells`` still asks, and the
+    approval holds for that call alone: not for a later call with the same id, nor, when you
+    pass only an id, beyond the policy's decision on the next call.
     """
     gate = _ACTIVE.get()
     if gate is None:
@@ -381,8 +438,9 @@ async def ask_approval(
             "ask_approval works only while a %%pi run is going (in its before_tool_call hook or a "
             "tool); outside one there is nobody to ask."
         )
-    call_id = tool_call if isinstance(tool_call, str) else tool_call.id
-    return await gate.ask(call_id, reason, signal)
+    if isinstance(tool_call, str):
+        return await gate.ask(tool_call, reason, signal)
+    return await gate.ask(tool_call.id, reason, signal, call=tool_call)
 
 
 async def _race_abort(answer: asyncio.Future[bool] | Awaitable[bool], signal: AbortSignal | None) -> bool:

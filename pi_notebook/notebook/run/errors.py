@@ -36,6 +36,7 @@ from ...ai.failures import RequestFailure
 from ...ai.http import TIMED_OUT
 from ...ai.models import LOCAL_SERVERS
 from ...ai.overflow import is_context_overflow
+from ...ai.redact import redact_url, redact_urls
 from ...ai.types import Model
 from ..tools.references import single_line
 
@@ -95,6 +96,7 @@ def explain_error(message: str | None, model: Model, failure: RequestFailure | N
     is the failed message's record (``AssistantMessage.failure``): kind and status come from it."""
     if not message or model.api.startswith(FAUX_API):
         return None
+    message = redact_urls(message)  # a message read back from an older session file, too
     if message.startswith(_NO_KEY):
         return _explain_missing_key(model)
     if _UNPARSED_TOOL_CALL in message and model.provider in LOCAL_SERVERS:
@@ -102,7 +104,7 @@ def explain_error(message: str | None, model: Model, failure: RequestFailure | N
             f"{message.rstrip('.')}: the server could not parse the model's tool call. "
             "Run the cell again, pass --tools none, or use a model that calls tools reliably."
         )
-    where = model.base_url or f"the {model.provider} API"
+    where = redact_url(model.base_url) if model.base_url else f"the {model.provider} API"
     kind = _kind(message, failure)
     if kind == "timeout" and message.startswith(TIMED_OUT):
         return _explain_timeout(message, model, where)

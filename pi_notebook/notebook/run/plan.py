@@ -18,25 +18,25 @@ or the conversation has spent its own). The runner
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, replace
-from typing import Any, cast
+from dataclasses import dataclass
+from typing import Any
 
 from IPython.core.error import UsageError
 
-from ...agent import Agent
-from ...agent.agent import has_model
-from ...agent.types import ThinkingLevel
 from ...ai.models import user_models_problem
 from ...ai.types import TextContent, UserMessage
-from ...runtime import AgentSessionSettings, Budget
+from ...runtime import AgentSession, AgentSessionSettings, Budget
 from ...runtime.budget import check_priced, reached
-from ..config import MODEL_ENV, timeout_ms
+from ..config import MODEL_ENV
+from ..defaults import session_settings
 from ..options import RunOptions
+from ..sessions.conversations import Conversation, use_model
 from ..sessions.replay import Recording, find_recording
 from ..state import NotebookState
 from ..tools.notebook_tools import STATE_CHANGING_TOOLS, is_notebook_tool
 from ..tools.references import expand_references, format_references
 from .approval import ApprovalSetup, RunMode, tool_policy
+from .context import CellContext
 from .requests import seed_notice
 
 __all__ = ["RunPlan", "plan_run", "prepare_conversation", "strip_markers"]
@@ -81,65 +81,72 @@ class RunPlan:
     """What this run may spend (``--max-cost``, ``--max-total-tokens``)."""
     conversation_budget: Budget | None = None
     """What the conversation's runs may spend together (``PiMagics.max_conversation_*``)."""
-
-    @property
-    def name(self) -> str:
-        return self.options.name
+    name: str = ""
+    """The conversation's (``options.name``)."""
 
 
-def prepare_conversation(state: NotebookState, options: RunOptions) -> tuple[Agent, tuple[str, ...]]:
-    """The cell's conversation, made ready (see the module docstring), and the lines that say
-    what happened to it (resumed, or nothing to resume) or could (a recorded session of an empty
-    conversation exists: once per conversation, ``NotebookSessions.recorded_notice``)."""
+def prepare_conversation(
+    state: NotebookState, options: RunOptions, where: CellContext
+) -> tuple[Conversation, tuple[str, ...]]:
+    """The cell's conversation, made ready through its session (see the module docstring),
+    and the lines that say what happened to it (resumed, or nothing to resume) or could (a
+    recorded session of an empty conversation exists: once per conversation)."""
+    conversations = state.conversations
     try:
-        agent = state.new_conversation(options.name) if options.new else state.conversation(options.name)
+        found = conversations.new(options.name) if options.new else conversations.get(options.name)
     except ValueError as exc:
         raise UsageError(f"default model (c.PiMagics.model / {MODEL_ENV}): {exc}") from None
-    if state.sessions.session(options.name).is_streaming:
+    session = found.session
+    if session.resource_loader is not where.loader:  # c.PiMagics.project_folder changed
+        session.resource_loader = where.loader
+    if session.is_streaming:
         raise UsageError(f"conversation {options.name!r} is already running; use --name for another one")
     notes: tuple[str, ...] = ()
-    if options.resume and not agent.state.messages:
-        notes = (state.sessions.resume_for_cell(options.name, agent),)
-    elif not (agent.state.messages or options.new or options.replay):
-        found = state.sessions.recorded_notice(options.name)  # after a restart: say it exists
-        notes = (found,) if found else ()
+    if options.resume and not session.messages:
+        notes = (conversations.resume_latest(options.name),)
+    elif not (session.messages or options.new or options.replay):
+        told = state.sessions.recorded_notice(options.name, session.session_file)  # after a restart
+        notes = (told,) if told else ()
     if options.model is not None:
-        agent.state.model = options.model
+        use_model(session, options.model)
     if options.thinking is not None:
-        agent.state.thinking_level = cast("ThinkingLevel", options.thinking)
+        session.set_thinking_level(options.thinking)
     if options.system is not None:
-        agent.state.system_prompt = options.system
-    if not has_model(agent) and not options.replay:
+        session.set_system_prompt(options.system)
+    if session.model is None and not options.replay:
         problem = state.model_problem
         raise UsageError(f"{problem}; {NO_MODEL.removeprefix('no model: ')}" if problem else NO_MODEL)
-    return agent, notes
+    return found, notes
 
 
 def plan_run(
     state: NotebookState,
     options: RunOptions,
-    agent: Agent,
+    conversation: Conversation,
     body: str,
     *,
-    mode: RunMode,
+    where: CellContext,
     notes: tuple[str, ...] = (),
 ) -> RunPlan:
     """The plan of a cell whose conversation is ready (``prepare_conversation``)."""
     prompt = strip_markers(body).strip()
     if not prompt:
         raise UsageError("%%pi needs a prompt: write it in the cell body")
-    session = state.sessions.session(options.name)
-    resources = session.current_resources()
-    command = prompt[1:].split(maxsplit=1)[0] if prompt.startswith("/") and len(prompt) > 1 else ""
-    typed = prompt if command in state.extensions.runner.commands() else session.expand_input(prompt)
-    text, refs = expand_references(typed, state.shell.user_ns)  # an extension's /command wins, as in Pi
+    session = conversation.session
+    resources = where.resources
+    mode = where.mode_for(options.text)
+    typed = prompt
+    if prompt.startswith("/") and len(prompt) > 1:  # an extension's /command wins, as in Pi
+        command = prompt[1:].split(maxsplit=1)[0]
+        typed = prompt if command in state.extensions.runner.commands() else session.expand_input(prompt)
+    text, refs = expand_references(typed, state.shell.user_ns)
     content = [TextContent(text=text)] + ([TextContent(text=format_references(refs))] if refs else [])
-    gated = _gated_tools(state, options, agent)
+    gated = _gated_tools(state, options, session)
     approval = state.approval(options.approve, mode, gated)
     raise_on_error = mode.headless.headless if options.raise_on_error is None else options.raise_on_error
     conversation_budget = _conversation_budget(state)
     if not options.replay:
-        _check_budgets(state, options, agent, conversation_budget)
+        _check_budgets(options, session, conversation_budget)
     policy_line = approval.notice if gated else None
     later = policy_line if mode.headless.headless else None
     upfront = (policy_line,) if policy_line and not later else ()
@@ -151,21 +158,22 @@ def plan_run(
         approval=approval,
         gated=tuple(gated),
         notices=(
-            *_setting_notices(state, options, agent),
+            *_setting_notices(state, options, session, where),
             *upfront,
-            *(state.resources.notices(resources) if resources is not None else ()),
+            *state.resources.notices(resources),
             *notes,
         ),
         approval_notice=later,
-        replay=_recording(state, options, agent, prompt) if options.replay else None,
+        replay=_recording(state, options, session, prompt) if options.replay else None,
         raise_on_error=raise_on_error,
-        settings=_session_settings(state, options),
+        settings=session_settings(where.chosen, options.timeout),
         budget=options.budget,
         conversation_budget=conversation_budget,
+        name=options.name,
     )
 
 
-def _gated_tools(state: NotebookState, options: RunOptions, agent: Agent) -> list[str]:
+def _gated_tools(state: NotebookState, options: RunOptions, session: AgentSession) -> list[str]:
     """The tools of this run whose policy is ``--approve``'s: the state-changing notebook tools
     it offers and the conversation's own ``requires_approval`` tools, unless
     ``c.PiMagics.approvals`` or the tool's own policy (MCP) decides for them."""
@@ -173,7 +181,7 @@ def _gated_tools(state: NotebookState, options: RunOptions, agent: Agent) -> lis
     offered: list[tuple[str, Any]] = [
         (n, None) for n in sorted(set(STATE_CHANGING_TOOLS).intersection(options.tools))
     ]
-    own = [(t.name, t) for t in agent.state.tools if not is_notebook_tool(t)]
+    own = [(t.name, t) for t in session.state.tools if not is_notebook_tool(t)]
     return [
         name
         for name, tool in [*offered, *own]
@@ -181,26 +189,25 @@ def _gated_tools(state: NotebookState, options: RunOptions, agent: Agent) -> lis
     ]
 
 
-def _setting_notices(state: NotebookState, options: RunOptions, agent: Agent) -> list[str]:
+def _setting_notices(
+    state: NotebookState, options: RunOptions, session: AgentSession, where: CellContext
+) -> list[str]:
     """Lines that explain a setting: what is wrong with Pi's ``settings.json`` (each problem
     once), a ``--thinking`` level the model ignores (once per conversation and model), an
     ignored seed."""
-    lines = state.settings_notices([*state.defaults().notices(), *filter(None, [user_models_problem()])])
-    thinking = state.thinking_ignored(options.name, agent)
-    seed = seed_notice(options.seed, agent.state.model)
+    lines = state.settings_notices([*where.chosen.notices(), *filter(None, [user_models_problem()])])
+    model = session.state.model
+    level = options.thinking or session.thinking_level
+    ignored = level != "off" and not model.reasoning
+    thinking = state.thinking_ignored(options.name, model, level) if ignored else None
+    seed = None if options.seed is None else seed_notice(options.seed, model)
     return lines + [line for line in (thinking, seed) if line]
 
 
-def _recording(state: NotebookState, options: RunOptions, agent: Agent, prompt: str) -> Recording:
-    model = agent.state.model
-    spec = f"{model.provider}:{model.id}" if has_model(agent) else None
+def _recording(state: NotebookState, options: RunOptions, session: AgentSession, prompt: str) -> Recording:
+    model = session.model
+    spec = f"{model.provider}:{model.id}" if model is not None else None
     return find_recording(state.sessions, options.name, prompt, spec, new=options.new)
-
-
-def _session_settings(state: NotebookState, options: RunOptions) -> AgentSessionSettings:
-    """The conversation's session settings (retries and compaction as configured) with this
-    cell's ``--timeout`` for its summary requests."""
-    return replace(state.sessions.settings(), summary_timeout_ms=timeout_ms(options.timeout))
 
 
 def _conversation_budget(state: NotebookState) -> Budget | None:
@@ -209,12 +216,12 @@ def _conversation_budget(state: NotebookState) -> Budget | None:
     return Budget(max_cost=cost or None, max_total_tokens=tokens or None) if cost or tokens else None
 
 
-def _check_budgets(
-    state: NotebookState, options: RunOptions, agent: Agent, conversation: Budget | None
-) -> None:
+def _check_budgets(options: RunOptions, session: AgentSession, conversation: Budget | None) -> None:
     """A dollar budget needs a model with prices; a conversation that has spent its budget
     starts no further run. Either is a one-line ``UsageError`` saying what to do."""
-    model = agent.state.model
+    if options.budget is None and conversation is None:
+        return
+    model = session.state.model
     try:
         check_priced(options.budget, model, "--max-cost", "--max-total-tokens")
         check_priced(
@@ -222,9 +229,7 @@ def _check_budgets(
         )
     except ValueError as exc:
         raise UsageError(str(exc)) from None
-    phrase = reached(
-        f"conversation {options.name!r}", conversation, state.sessions.session(options.name).spent
-    )
+    phrase = reached(f"conversation {options.name!r}", conversation, session.spent)
     if phrase is not None:
         raise UsageError(
             f"{phrase[0].upper()}{phrase[1:]}: raise PiMagics.max_conversation_cost / "

@@ -19,8 +19,8 @@ from collections.abc import Callable
 from typing import Any
 
 from ..config import DEFAULT_NAME
-from ..kernel.compat import execute_request_cell_id
-from ..kernel.pages import on_next_page, pages_connected, watch_pages
+from ..host.compat import execute_request_cell_id
+from ..host.pages import on_next_page, pages_connected, watch_pages
 from ..view.reduce import add_notice
 from ..view.render import render_html
 from .rewrite import ATTEMPTS, write_cell_output

@@ -24,12 +24,13 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ...agent import Agent, AgentRunOptions, AgentTool
+from ...agent import AgentRunOptions, AgentTool
 from ...agent.types import BeforeToolCallHook, TurnContext
 from ...ai.local_probe import probed_model
 from ...ai.models import LOCAL_SERVERS
 from ...ai.options import OnPayload
 from ...ai.types import Model
+from ...runtime import AgentSession
 from ..config import timeout_ms
 from ..options import RunOptions
 
@@ -66,11 +67,11 @@ def silent_server_bound(timeout: float, retries: int, base_delay: float) -> floa
     return (retries + 1) * timeout + waits
 
 
-async def probe_local_server(agent: Agent) -> None:
+async def probe_local_server(session: AgentSession) -> None:
     """Give a local server's model the server's own context window (never raises)."""
-    model = agent.state.model
-    if model.provider in LOCAL_SERVERS and model.base_url:
-        agent.state.model = await probed_model(model)
+    model = session.model
+    if model is not None and model.provider in LOCAL_SERVERS and model.base_url:
+        session.refresh_model(await probed_model(model))
 
 
 def seed_payload(seed: int) -> OnPayload:

@@ -43,19 +43,19 @@ from typing import Any
 from IPython.core.error import UsageError
 from IPython.display import display as _untyped_display
 
-from ...agent import Agent
 from ...agent.types import TurnContext
 from ...ai.abort import ABORT_MESSAGE, AbortSignal
 from ...ai.failures import RequestFailure, failure_of
 from ...ai.types import AssistantMessage
 from ...runtime import AgentSession
-from ..kernel.compat import cell_running, get_kernel, inactive_controls_reason, install_comm_ack
-from ..kernel.interrupts import MainThreadBridge, watch_sigint
-from ..kernel.queued import watch_queued
+from ..host.compat import cell_running, get_kernel, inactive_controls_reason, install_comm_ack
+from ..host.interrupts import MainThreadBridge, watch_sigint
+from ..host.queued import watch_queued
 from ..options import parse_options
 from ..result import PiResult, run_result
+from ..sessions.conversations import Conversation
+from ..sessions.files import RUN_ENTRY
 from ..sessions.replay import continue_after, play
-from ..sessions.sessions import RUN_ENTRY
 from ..state import NotebookState, state_for
 from ..tools.changes import undo_lines
 from ..tools.declare import Dispatch, run_here
@@ -65,6 +65,7 @@ from ..view.reduce import explain
 from ..view.render import render_text
 from ..view.run_view import RunView, StaticView
 from .approval import FALLBACK_REASON, ApprovalGate, activate, deactivate
+from .context import CellContext, cell_context
 from .errors import RunFailed, RunInterrupted, explain_error
 from .extension_ui import CellUI
 from .loop_guard import LoopGuard
@@ -72,8 +73,8 @@ from .plan import RunPlan, plan_run, prepare_conversation, strip_markers
 from .reattach import attach, shows_run
 from .reload import PageWatch
 from .requests import probe_local_server, run_options
-from .trust import ask_trust, prepare_trust
-from .unparsed import RunCallsOnce, repaired, retry_in_place, unparsed_calls
+from .trust import ask_trust
+from .unparsed import repaired, retry_in_place, unparsed_calls
 
 __all__ = ["PiRun", "prepare_run", "run_pi", "run_pi_sync"]
 
@@ -92,12 +93,13 @@ RUN_EVENTS = frozenset({"agent_start", "message_end", "compaction_end", "auto_re
 class PiRun:
     """Executes one ``RunPlan`` (``prepare_run`` makes both). The constructor only stores."""
 
-    def __init__(self, shell: Any, state: NotebookState, plan: RunPlan, agent: Agent) -> None:
+    def __init__(self, shell: Any, state: NotebookState, plan: RunPlan, conversation: Conversation) -> None:
         self.shell = shell
         self.state = state
         self.plan = plan
-        self.agent = agent
-        self.session: AgentSession = state.sessions.session(plan.name)
+        self.session: AgentSession = conversation.session
+        self.agent = self.session.agent
+        """To read (its signal, its state); every change goes through ``session``."""
         self.view: RunView = StaticView(plan.prompt, plan.notices)
         self.widget: Any = None
         self.display_handle: Any = None
@@ -181,11 +183,10 @@ class PiRun:
     def started(self) -> None:
         """Write the run entry and tell the shell's state (and its observers) that the run begins."""
         if self.plan.replay is None:
-            manager = self.session.session_manager
-            if retry_in_place(self.agent, manager, self.plan.message, RUN_ENTRY):
+            if retry_in_place(self.session, self.plan.message, RUN_ENTRY):
                 self.view.add_notice(RETRIED_IN_PLACE, "retry-in-place")
-            self.state.sessions.begin_run(self.plan.name, self.agent, self.plan.prompt)
-        self.state.run_started(self.plan.name, self.agent, self.plan.message)
+            self.state.conversations.begin_run(self.plan.name, self.plan.prompt)
+        self.state.run_started(self.plan.name, self.session, self.plan.message)
 
     # --- running ------------------------------------------------------------------------------
 
@@ -198,17 +199,18 @@ class PiRun:
         recording = self.plan.replay
         if recording is not None:  # replay: the recorded answer, no model call
             await play(recording, self.view.handle)
-            self.replayed_from = continue_after(self.state.sessions, self.plan.name, self.agent, recording)
+            self.replayed_from = continue_after(self.state.conversations, self.plan.name, recording)
             self.finished = True
             return
         options = self.plan.options
         tools = self.state.tools
         headless = self.plan.mode.headless.headless
+        held = self.session.state
         tools.begin_run(
-            dispatch, self._interrupt_from_tool, model=self.agent.state.model, headless=headless,
+            dispatch, self._interrupt_from_tool, model=held.model, headless=headless,
             comms=self._hears_comms(),
         )
-        own = [t for t in self.agent.state.tools if not is_notebook_tool(t)]
+        own = [t for t in held.tools if not is_notebook_tool(t)]
         mcp = self.mcp_tools if self.mcp_tools is not None else await self.state.mcp_tools()
         mcp = [] if options.no_tools else mcp
         every = own + tools.build(options.tools) + mcp
@@ -228,7 +230,7 @@ class PiRun:
         try:
             if self.interrupted:  # interrupted before this loop existed (fallback): do not start
                 return
-            await probe_local_server(self.agent)
+            await probe_local_server(self.session)
             with extensions.using_ui(self._extension_ui()):
                 await self.session.prompt(self.plan.message, run=run, budget=self.plan.budget)
                 await self._offer_unparsed(gate, run)
@@ -258,15 +260,10 @@ class PiRun:
             self._note_approval(call.id, "")
         if not chosen or self.aborted:
             return
-        gate.approved.update(call.id for call in chosen)  # the click was the approval
-        self.agent.state.messages = messages[:-1]  # the failed turn stays in the session file
+        gate.approve(chosen)  # the click was the approval of these exact calls
+        self.session.truncate(len(messages) - 1)  # the failed turn stays in the session file
         rerun_turn(self.view.state)
-        original = self.agent.stream_fn
-        self.agent.stream_fn = RunCallsOnce(original, repaired(failed, chosen))
-        try:
-            await self.agent.continue_(run=run)
-        finally:
-            self.agent.stream_fn = original
+        await self.session.continue_with(repaired(failed, chosen), run)
 
     def _hears_comms(self) -> bool:
         """The kernel handles comm messages while this cell awaits, so the notebook bridge can
@@ -412,7 +409,7 @@ class PiRun:
             _display(undo_button(lambda: undo_lines(tools.bridge, tools.no_bridge, changes)))
         result = self.result()
         self.shell.user_ns["_pi"] = result
-        self.state.run_ended(self.plan.name, self.agent, result)
+        self.state.run_ended(self.plan.name, self.session, result)
         return result
 
     def result(self) -> PiResult:
@@ -438,19 +435,19 @@ class PiRun:
             raise RunFailed(shown, headless=self.plan.mode.headless.headless)
 
 
-def prepare_run(shell: Any, line: str, body: str, *, awaited: bool) -> PiRun:
+def prepare_run(state: NotebookState, line: str, body: str, where: CellContext) -> PiRun:
     """Parse and plan the cell, then make its run (main thread; nothing runs yet)."""
-    state = state_for(shell)
     options = parse_options(line, state.config, state.mcp_tool_names())
     if not strip_markers(body).strip():
         raise UsageError("%%pi needs a prompt: write it in the cell body")
-    agent, notes = prepare_conversation(state, options)
+    conversation, notes = prepare_conversation(state, options, where)
     try:
         state.load_mcp_config()
     except (ValueError, RuntimeError) as exc:
         raise UsageError(f"c.PiMagics.mcp_config: {exc}") from None
-    mode = state.run_mode(awaited=awaited, text=options.text)
-    run = PiRun(shell, state, plan_run(state, options, agent, body, mode=mode, notes=notes), agent)
+    plan = plan_run(state, options, conversation, body, where=where, notes=notes)
+    shell = state.shell
+    run = PiRun(shell, state, plan, conversation)
     run.make_view()
     return run
 
@@ -469,13 +466,13 @@ def _shell(shell: Any = None) -> Any:
     return found
 
 
-async def _discover(shell: Any) -> list[str]:
+async def _discover(state: NotebookState, where: CellContext) -> list[str]:
     """Load the kernel's extensions before the cell is planned (their providers' models must
     resolve for ``--model``); what failed, as lines for the run's notices."""
-    runner = state_for(shell).extensions.runner
-    before = len(runner.errors)
-    await state_for(shell).extensions.discover()
-    return [error.line() for error in runner.errors[before:]]
+    host = state.extensions
+    before = len(host.runner.errors)
+    await host.discover((where.folder, where.resources.trusted))
+    return [error.line() for error in host.runner.errors[before:]]
 
 
 def _tell(run: PiRun, lines: list[str]) -> None:
@@ -486,13 +483,16 @@ def _tell(run: PiRun, lines: list[str]) -> None:
 async def run_pi(line: str, body: str) -> None:
     """The awaited ``%%pi`` path (the input transformer's target)."""
     shell = _shell()
+    state = state_for(shell)
+    where = cell_context(state, awaited=True)
     try:
         with watch_sigint():
-            await ask_trust(state_for(shell), shell)  # before planning: trust decides what /name expands to
+            # before planning: trust decides what /name expands to
+            where = await ask_trust(state, shell, where)
     except asyncio.CancelledError:  # an interrupt while the question waited, as for a run
         raise RunInterrupted from None
-    failed = await _discover(shell)  # after trust: a project's extensions wait for it
-    run = prepare_run(shell, line, body, awaited=True)
+    failed = await _discover(state, where)  # after trust: a project's extensions wait for it
+    run = prepare_run(state, line, body, where)
     _tell(run, failed)
     if run.plan.options.mcp_tools:
         run.select_mcp(await run.state.mcp_tools())
@@ -510,13 +510,13 @@ async def run_pi(line: str, body: str) -> None:
 
 def run_pi_sync(line: str, body: str, shell: Any = None) -> PiResult:
     """The ``%%pi`` cell magic: run to completion without waiting for clicks."""
-    shell = _shell(shell)
-    prepare_trust(state_for(shell), awaited=False)  # nobody can answer: an undecided folder is untrusted
+    state = state_for(_shell(shell))
+    where = cell_context(state, awaited=False)  # nobody can answer: an undecided folder is untrusted
     failed: list[str] = []
-    loader = threading.Thread(target=lambda: failed.extend(asyncio.run(_discover(shell))), daemon=True)
+    loader = threading.Thread(target=lambda: failed.extend(asyncio.run(_discover(state, where))), daemon=True)
     loader.start()  # its own loop: this thread may be inside the kernel's running one
     loader.join()
-    run = prepare_run(shell, line, body, awaited=False)
+    run = prepare_run(state, line, body, where)
     _tell(run, failed)
     if run.plan.options.mcp_tools:
         run.select_mcp(run.state.mcp_tools_blocking())

@@ -20,19 +20,19 @@ from typing import Any
 from IPython.display import display as _untyped_display
 
 from ...runtime.resources.trust import TrustStoreError, trust_options
-from ..kernel.compat import cell_running, get_kernel, install_comm_ack
+from ..host.compat import cell_running, get_kernel, install_comm_ack
 from ..state import NotebookState
+from .context import CellContext
 
-__all__ = ["ask_trust", "prepare_trust"]
+__all__ = ["ask_trust", "should_ask"]
 
 _display: Callable[..., Any] = _untyped_display
 
 
-def prepare_trust(state: NotebookState, *, awaited: bool) -> bool:
-    """Tell the resources whether this run can ask anybody; ``True`` when it should ask now."""
-    mode = state.run_mode(awaited=awaited, text=False)
-    state.resources.headless = not mode.can_ask
-    return mode.can_ask and state.resources.undecided() is not None
+def should_ask(where: CellContext) -> bool:
+    """Whether the cell asks about its folder's trust now: someone can click and nobody has
+    decided (``cell_context`` told the resources whether anybody can answer)."""
+    return where.mode.can_ask and where.resources.trust.undecided
 
 
 def _nothing() -> None:
@@ -43,15 +43,16 @@ def relative(path: str, folder: str) -> str:
     return os.path.relpath(path, folder)
 
 
-async def ask_trust(state: NotebookState, shell: Any) -> None:
-    """Ask about the folder's trust in the cell when it is undecided and someone can click."""
-    if not prepare_trust(state, awaited=True):
-        return
+async def ask_trust(state: NotebookState, shell: Any, where: CellContext) -> CellContext:
+    """Ask about the folder's trust in the cell when it is undecided and someone can click;
+    the cell's context as the answer leaves it."""
+    if not should_ask(where):
+        return where
     from ..view.trust_card import TrustCard
 
     resources = state.resources
-    folder = resources.folder
-    found = [relative(p, folder) for p, _ in resources.loader().load().skipped]
+    folder = where.folder
+    found = [relative(p, folder) for p, _ in where.loader.load().skipped]
     card = TrustCard(folder, [o.label for o in trust_options(folder)], found)
     kernel = get_kernel(shell)
     done = _nothing
@@ -71,6 +72,7 @@ async def ask_trust(state: NotebookState, shell: Any) -> None:
     except TrustStoreError as exc:
         line = f"{exc}; this run goes on untrusted"
     _settle(card, handle, line)
+    return where.after_trust(state)
 
 
 def _settle(card: Any, handle: Any, line: str) -> None:

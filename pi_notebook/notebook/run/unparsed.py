@@ -4,9 +4,9 @@ A llama.cpp server streams a small model's tool call as it parses it, then, when
 after the call does not parse ("The model produced output that does not match the expected
 ... format"), ends the stream with an error: the tool call is complete, but the turn failed
 and the call was never run. ``unparsed_calls`` finds such calls; the runner offers them on
-their cards (Approve runs them, through the run's approval policy), and ``replaying`` gives
-the agent's loop the repaired turn, only those calls, so the loop runs them as usual and the
-model answers their results.
+their cards (Approve runs them, through the run's approval policy), and ``repaired`` is the
+turn with only those calls, which ``AgentSession.continue_with`` gives the agent's loop as the
+model's answer, so the loop runs them as usual and the model answers their results.
 
 ``retry_in_place``: a cell run again after its attempt failed before anything ran (the prompt,
 then the error) takes that attempt's place instead of adding the same prompt a second time:
@@ -18,16 +18,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ...agent import Agent
-from ...agent.types import StreamFn
-from ...ai.event_stream import AssistantMessageEventStream
-from ...ai.events import DoneEvent, StartEvent
-from ...ai.types import AssistantMessage, Context, ToolCall, Usage, UserMessage
+from ...ai.types import AssistantMessage, ToolCall, Usage, UserMessage
+from ...runtime import AgentSession
 from ...session import SessionManager
 from ...session.entries import CustomEntry, MessageEntry
 from .errors import is_unparsed_tool_call
 
-__all__ = ["RunCallsOnce", "repaired", "retry_in_place", "unparsed_calls"]
+__all__ = ["repaired", "retry_in_place", "unparsed_calls"]
 
 
 def unparsed_calls(message: Any) -> list[ToolCall]:
@@ -47,26 +44,6 @@ def repaired(message: AssistantMessage, calls: Sequence[ToolCall]) -> AssistantM
     )
 
 
-class RunCallsOnce:
-    """A stream function whose first request answers with ``message`` (no model call) and
-    whose later ones go to ``original``: the loop runs the message's tool calls, then asks the
-    model about their results."""
-
-    def __init__(self, original: StreamFn, message: AssistantMessage) -> None:
-        self.original = original
-        self.pending: AssistantMessage | None = message
-
-    def __call__(self, model: Any, context: Context, options: Any, /) -> Any:
-        message, self.pending = self.pending, None
-        if message is None:
-            return self.original(model, context, options)
-        stream = AssistantMessageEventStream()
-        stream.push(StartEvent(partial=message.model_copy()))
-        stream.push(DoneEvent(reason="toolUse", message=message))
-        stream.end()
-        return stream
-
-
 def _text(message: Any) -> Any:
     content = getattr(message, "content", None)
     if isinstance(content, str):
@@ -74,12 +51,12 @@ def _text(message: Any) -> Any:
     return [(getattr(b, "type", None), getattr(b, "text", None)) for b in content or ()]
 
 
-def retry_in_place(agent: Agent, manager: SessionManager, message: UserMessage, run_entry: str) -> bool:
+def retry_in_place(session: AgentSession, message: UserMessage, run_entry: str) -> bool:
     """When the transcript ends with ``message`` and the error it got (nothing ran between),
     drop that attempt: from the agent's messages, and from the session's current branch (the
     leaf goes back before the attempt's ``run_entry`` entry, so the file keeps it as a branch).
     Returns whether it did."""
-    messages = agent.state.messages
+    messages = session.messages
     if len(messages) < 2:
         return False
     prompt, failed = messages[-2], messages[-1]
@@ -87,8 +64,8 @@ def retry_in_place(agent: Agent, manager: SessionManager, message: UserMessage, 
         return False
     if getattr(prompt, "role", None) != "user" or _text(prompt) != _text(message):
         return False
-    _rewind(manager, prompt, run_entry)
-    agent.state.messages = messages[:-2]
+    _rewind(session.session_manager, prompt, run_entry)
+    session.truncate(len(messages) - 2)
     return True
 
 

@@ -19,15 +19,16 @@ notebook re-run deterministically under Run All, nbval or papermill. Matching ru
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from IPython.core.error import UsageError
 
-from ...agent import Agent
-from ...agent.agent import has_model
 from ...agent.types import AgentEndEvent, AgentEvent, AgentStartEvent, MessageStartEvent, TurnStartEvent
 from ...session import CustomEntry, CustomMessageEntry, MessageEntry, SessionEntry, SessionManager, replay
-from .sessions import RUN_ENTRY, NotebookSessions, resolve_recorded
+from .files import RUN_ENTRY, SessionFiles, resolve_recorded
+
+if TYPE_CHECKING:
+    from .conversations import Conversations
 
 
 @dataclass
@@ -71,7 +72,7 @@ def _match(cursor: Cursor, start: int, prompts: set[str], model: str | None) -> 
 
 
 def find_recording(
-    sessions: NotebookSessions, name: str, prompt: str, model: str | None, *, new: bool
+    sessions: SessionFiles, name: str, prompt: str, model: str | None, *, new: bool
 ) -> Recording:
     """The recorded run this cell replays (see the module docstring); ``UsageError`` if none."""
     cursors: dict[str, Cursor] = sessions.replay_cursors
@@ -151,19 +152,20 @@ async def play(recording: Recording, sink: Any) -> list[Any]:
     return messages
 
 
-def continue_after(sessions: NotebookSessions, name: str, agent: Agent, recording: Recording) -> int:
+def continue_after(conversations: Conversations, name: str, recording: Recording) -> int:
     """The conversation goes on from the end of the replayed run; returns where the run's
-    messages start in ``agent.state.messages``."""
+    messages start in its transcript."""
     manager = recording.manager
     last = recording.entries[-1].id if recording.entries else None
     if last is not None:
         manager.branch(last)
     # The recorded tool calls did not run in this kernel: a live cell after it gets the note.
-    sessions.adopt(name, agent, manager, restarted=True)
-    if not has_model(agent) and ":" in recording.model:
+    conversations.adopt(name, manager, restarted=True)
+    session = conversations.session(name)
+    if session.model is None and ":" in recording.model:
         provider, _, model_id = recording.model.partition(":")
         model = resolve_recorded(provider, model_id)
         if model is not None:
-            agent.state.model = model
+            session.set_model(model)
     count = len(replayed_messages(recording))
-    return max(0, len(agent.state.messages) - count)
+    return max(0, len(session.messages) - count)

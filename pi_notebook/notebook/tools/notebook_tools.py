@@ -28,10 +28,8 @@ import itertools
 import json
 import keyword
 import linecache
-import re
 import sys
 import traceback
-import types
 from collections.abc import Callable, Iterable
 from typing import Annotated, Any
 
@@ -39,10 +37,11 @@ from pydantic import Field
 
 from ...agent.decorator import tool
 from ...agent.types import AgentTool, AgentToolResult, ToolExecutionMode
+from ...ai.abort import AbortSignal
 from ...ai.types import TextContent
 from ..bridge import BridgeUnavailable, NotebookBridge
-from ..kernel.compat import get_kernel, running_cell_id
-from ..kernel.interrupts import interruptible, raise_if_interrupted
+from ..host.compat import get_kernel, running_cell_id
+from ..host.interrupts import interruptible, raise_if_interrupted
 from .cell_log import CellErrorLog
 from .cells import format_saved_cell, history_text, saved_notebook
 from .declare import Dispatch, declared_tools, notebook_tool, run_here
@@ -57,6 +56,7 @@ from .references import (
     summarize,
     truncate,
 )
+from .variables import inspect_text, list_text, resolve, variable_names
 
 PROTECTED_NAMES = frozenset({"In", "Out", "get_ipython", "exit", "quit"})
 OUTPUT_CHARS = 8_000
@@ -155,6 +155,7 @@ class NotebookTools(EditTools):
         pattern: str | None = None,
         include_modules: bool = False,
         limit: Annotated[int, Field(ge=1, le=500)] = 100,
+        signal: AbortSignal | None = None,
     ) -> AgentToolResult:
         """List the variables in the notebook kernel with their type and a one-line summary.
 
@@ -164,29 +165,9 @@ class NotebookTools(EditTools):
             include_modules: Also list imported modules.
             limit: At most this many variables.
         """
-        return await self.dispatch(  # type: ignore[no-any-return]
-            lambda: self._list_variables_now(pattern, include_modules, limit)
-        )
-
-    def _list_variables_now(self, pattern: str | None, include_modules: bool, limit: int) -> AgentToolResult:
-        ns, hidden = self.shell.user_ns, getattr(self.shell, "user_ns_hidden", {})
-        rows: list[str] = []
-        missing = object()
-        # %who's rule: a startup name counts once the user rebinds it
-        names = [n for n in ns if not n.startswith("_") and ns[n] is not hidden.get(n, missing)]
-        if not include_modules:
-            names = [n for n in names if not isinstance(ns[n], types.ModuleType)]
-        total = len(names)
-        if pattern:
-            names = [n for n in names if _matches(pattern, n)]
-        for name in sorted(names)[:limit]:
-            value = ns[name]
-            summary = secret_placeholder(name, value) if looks_secret(name) else one_line(value)
-            rows.append(f"{name}: {type(value).__name__} = {summary}")
-        if len(names) > limit:
-            rows.append(f"... and {len(names) - limit} more (use pattern or limit)")
-        if rows:
-            text = "\n".join(rows)
+        names, total = variable_names(self.shell, pattern, include_modules)
+        if names:  # summaries run the values' own code: bounded, off the kernel's loop
+            text = await list_text(self.shell.user_ns, names, limit, signal)
         elif pattern and total:
             plural = "s" if total != 1 else ""
             text = f"No variables match {pattern!r} ({total} user variable{plural} in all)."
@@ -196,34 +177,26 @@ class NotebookTools(EditTools):
 
     @notebook_tool()
     async def inspect_variable(
-        self, name: str, max_chars: Annotated[int, Field(ge=100, le=8000)] = 2000
+        self,
+        name: str,
+        max_chars: Annotated[int, Field(ge=100, le=8000)] = 2000,
+        signal: AbortSignal | None = None,
     ) -> AgentToolResult:
         """Show a bounded summary of one variable (type, size, a capped rendering; DataFrames:
-        shape, dtypes, head).
+        shape, dtypes, head). A property on a dotted path is named, not evaluated.
 
         Args:
             name: A variable name, optionally with attributes: `df` or `model.config`.
             max_chars: Cap on the summary length.
         """
-        return await self.dispatch(lambda: self._inspect_now(name, max_chars))  # type: ignore[no-any-return]
-
-    def _inspect_now(self, name: str, max_chars: int) -> AgentToolResult:
         path = name.strip()
-        if not re.fullmatch(r"[A-Za-z][A-Za-z0-9_]*(\.[A-Za-z][A-Za-z0-9_]*)*", path):
-            raise ValueError(f"{name!r} is not a variable name or a dotted attribute path (no '_' prefixes)")
-        head, *attrs = path.split(".")
-        if head not in self.shell.user_ns:
-            raise ValueError(f"No variable named {head!r} in the notebook namespace")
-        value = self.shell.user_ns[head]
-        for attr in attrs:
-            value = getattr(value, attr)
+        value = await self.dispatch(lambda: resolve(self.shell.user_ns, path))
         if any(looks_secret(part) for part in path.split(".")):
             return AgentToolResult(
                 content=[self._text(secret_placeholder(path, value))], details={"redacted": True}
             )
-        summary = summarize(value, max_chars)
-        text = self._text(f"{path}: {summary}")
-        return AgentToolResult(content=[text], details={"type": type(value).__name__})
+        text = await inspect_text(value, path, max_chars, signal)  # bounded, off the kernel's loop
+        return AgentToolResult(content=[self._text(text)], details={"type": type(value).__name__})
 
     @notebook_tool()
     async def read_cells(
@@ -562,13 +535,6 @@ def select_mcp_tools(patterns: Iterable[str], tools: Iterable[AgentTool]) -> lis
         if not any(fnmatch.fnmatchcase(tool.name, pattern) for tool in tools):
             raise ValueError(unknown_tool(pattern, [tool.name for tool in tools]))
     return [tool for tool in tools if any(fnmatch.fnmatchcase(tool.name, p) for p in wanted)]
-
-
-def _matches(pattern: str, name: str) -> bool:
-    """Case-insensitive: a glob when ``pattern`` has ``*?[``, else a substring."""
-    if any(c in pattern for c in "*?["):
-        return fnmatch.fnmatchcase(name.lower(), pattern.lower())
-    return pattern.lower() in name.lower()
 
 
 def _split_last_expression(tree: ast.Module) -> tuple[ast.Module, ast.Expression | None]:

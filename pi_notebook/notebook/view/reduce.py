@@ -173,15 +173,22 @@ def _on_block_end(cls: type[_B]) -> Callable[[ViewState, Any], None]:
     return handler
 
 
+def _new_call_card(state: ViewState, call_id: str, name: str) -> ToolCard:
+    """The card of a call the model just made. A card already under its id belongs to another
+    call (a provider that reuses ids): this call gets its own card, which its id now names, so
+    its arguments and its Approve / Deny never land on the earlier call's card."""
+    card = ToolCard(tool_call_id=call_id, name=name)
+    if call_id:
+        state._cards[call_id] = card
+    _add(state, card)
+    return card
+
+
 def _on_toolcall_start(state: ViewState, event: Any) -> None:
     block = _partial_block(event)
     call_id = str(getattr(block, "id", "") or "")
     name = str(getattr(block, "name", "") or "")
-    card = _card(state, call_id, name) if call_id else None
-    if card is None:
-        card = ToolCard(tool_call_id="", name=name)
-        _add(state, card)
-    state._blocks[event.content_index] = card
+    state._blocks[event.content_index] = _new_call_card(state, call_id, name)
 
 
 def _streaming_card(state: ViewState, event: Any) -> ToolCard:
@@ -198,7 +205,7 @@ def _adopt_identity(state: ViewState, card: ToolCard, call_id: str, name: str) -
     """Providers may reveal the id or name after ``toolcall_start``; register them when they do."""
     if call_id and not card.tool_call_id:
         card.tool_call_id = call_id
-        state._cards.setdefault(call_id, card)
+        state._cards[call_id] = card  # the newest call under an id owns it
     if name and not card.name:
         card.name = name
 
@@ -300,7 +307,13 @@ def _reconcile_block(state: ViewState, index: int, block: Any) -> None:
         item.done = True
         _touch(state, item)
     elif kind == "toolCall":
-        card = item if isinstance(item, ToolCard) else _card(state, block.id, block.name)
+        if not isinstance(item, ToolCard):
+            known = state._cards.get(block.id)
+            same = known is not None and (known.name, known.args) == (block.name, block.arguments)
+            # the same call again (the calls of a failed turn the user chose to run) keeps its card
+            item = known if same and known is not None else _new_call_card(state, block.id, block.name)
+            state._blocks[index] = item
+        card = item
         _adopt_identity(state, card, block.id, block.name)
         if card.args is None:
             card.args = block.arguments

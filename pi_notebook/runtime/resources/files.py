@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import re
+import stat
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -58,9 +59,17 @@ class FileRefused(OSError):
 
 def read_text(path: str) -> str:
     """The file as UTF-8 text (Node's ``readFileSync(path, "utf-8")``: bad bytes become U+FFFD).
-    Raises ``OSError`` (``FileRefused`` for a huge or binary file)."""
-    with open(path, "rb") as handle:
-        size = os.fstat(handle.fileno()).st_size
+    Raises ``OSError`` (``FileRefused`` for a huge or binary file, or one that is not a regular
+    file: a FIFO or a device would block the read or never end)."""
+    # O_NONBLOCK: opening a FIFO for reading would wait for a writer; fstat then refuses it
+    descriptor = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    with open(descriptor, "rb") as handle:
+        status = os.fstat(handle.fileno())
+        if not stat.S_ISREG(status.st_mode):
+            raise FileRefused("not a regular file (a FIFO, socket or device); skipped")
+        if hasattr(os, "set_blocking"):
+            os.set_blocking(handle.fileno(), True)
+        size = status.st_size
         if size > MAX_FILE_BYTES:
             raise FileRefused(f"file is {size:,} bytes, over the {MAX_FILE_BYTES:,}-byte limit; skipped")
         data = handle.read(MAX_FILE_BYTES + 1)

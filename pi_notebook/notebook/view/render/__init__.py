@@ -105,6 +105,12 @@ __all__ = [
 ]
 
 
+MAX_PLAIN_BLOCK = 20_000
+"""Characters of one prompt, answer or thinking block in the frozen ``text/plain``."""
+
+
 def static_bundle(state: ViewState) -> dict[str, str]:
-    """The frozen output: ``{"text/plain": render_text(...), "text/html": render_html(...)}``."""
-    return {"text/plain": render_text(state), "text/html": render_html(state)}
+    """The frozen output: ``{"text/plain": render_text(...), "text/html": render_html(...)}``.
+    The HTML has every text whole; the plain text cuts a prompt, answer or thinking block at
+    ``MAX_PLAIN_BLOCK`` characters, so a long answer is not saved twice in the notebook."""
+    return {"text/plain": render_text(state, MAX_PLAIN_BLOCK), "text/html": render_html(state)}

@@ -16,6 +16,7 @@ from ..reduce import FINAL_STATUSES, Footer, TextBlock, ThinkingBlock, ToolCard,
 __all__ = [
     "MAX_SHOWN",
     "activity",
+    "args_text",
     "clip",
     "code_arg",
     "end_text",
@@ -138,6 +139,54 @@ def _partial_code(streamed: str) -> str | None:
     return None
 
 
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
+
+
+def _block(label: str, text: str) -> str:
+    """``label:`` and the lines of ``text`` indented under it; control characters other than
+    tab and newline stay escaped, as JSON shows them (a terminal would act on them)."""
+    body = _CONTROL.sub(lambda m: f"\\u{ord(m.group()):04x}", clip(text).replace("\r\n", "\n"))
+    body = body.rstrip("\n")
+    return f"{label}:\n{_indent(body)}" if body.strip() else f"{label}: {json.dumps(text)}"
+
+
+def _cell_blocks(cells: Any) -> list[str] | None:
+    """``insert_cells``' cells as one block each, or None when they are not such cells."""
+    if not isinstance(cells, list) or not all(
+        isinstance(c, dict) and isinstance(c.get("source"), str) for c in cells
+    ):
+        return None
+    return [_block(f"cells[{i}] ({c.get('cell_type', 'code')})", c["source"]) for i, c in enumerate(cells)]
+
+
+def args_text(card: ToolCard) -> str:
+    """The arguments as plain text, code as code: Python source (``code_arg``) as ``code:``
+    and its lines; a multi-line string argument (``edit_cell``'s ``source``, ``old``, ``new``)
+    or ``insert_cells``' cells as a labelled block of lines; the other arguments as one line
+    of JSON (``args: {...}``). Lines, not JSON escapes, for consoles, Markdown exports and
+    diffs; deterministic (sorted keys). Empty when there are no arguments yet."""
+    code = code_arg(card)
+    if code is not None:
+        return _block("code", code)
+    args = card.args
+    if not isinstance(args, dict):
+        raw = format_args(card, indent=None)
+        return f"args: {raw}" if raw else ""
+    inline: dict[str, Any] = {}
+    blocks: list[str] = []
+    for key in sorted(args, key=str):
+        value = args[key]
+        cells = _cell_blocks(value) if key == "cells" else None
+        if cells:
+            blocks.extend(cells)
+        elif isinstance(value, str) and "\n" in value.rstrip("\n"):
+            blocks.append(_block(str(key), value))
+        else:
+            inline[key] = value
+    lines = [f"args: {clip(_dumps(inline, None))}"] if inline or not blocks else []
+    return "\n".join([*lines, *blocks])
+
+
 def format_details(details: Any, *, indent: int | None = 2) -> str:
     """The details as text; nothing for ``None`` or an empty container (Pi's error results
     carry ``details: {}``). The images and HTML under ``display`` are drawn by the HTML views,
@@ -225,9 +274,9 @@ def _indent(text: str, prefix: str = "    ") -> str:
 
 def _tool_text(card: ToolCard) -> str:
     lines = [f"[tool] {card.name or '?'} ({status_label(card)})"]
-    args = format_args(card, indent=None)
+    args = args_text(card)
     if args:
-        lines.append(_indent(f"args: {args}"))
+        lines.append(_indent(args))
     if card.content:
         lines.append(_indent(f"result: {clip(card.content)}"))
     details = format_details(card.details, indent=None)
@@ -240,17 +289,29 @@ def _tool_text(card: ToolCard) -> str:
     return "\n".join(lines)
 
 
-def render_text(state: ViewState) -> str:
+def _bounded(text: str, limit: int | None) -> str:
+    """``text`` cut at ``limit`` characters (``None``: whole), saying how much the HTML has."""
+    if limit is None or len(text) <= limit:
+        return text
+    return f"{text[:limit]}\n… ({len(text) - limit:,} more characters, shown in the HTML output)"
+
+
+def render_text(state: ViewState, max_block: int | None = None) -> str:
     """Deterministic plain text of the whole run: prompt, thinking, text, tool calls with their
-    arguments, results and details, injected messages, how it ended and the notice."""
-    blocks: list[str] = [_indent(state.prompt, "> ")] if state.prompt else []
+    arguments, results and details, injected messages, how it ended and the notice.
+
+    ``max_block``: the prompt, each answer and each thinking block cut at this many characters
+    (the frozen output's ``text/plain`` beside an HTML copy that has them whole, so a long
+    answer is not saved twice in the notebook); ``None`` keeps them whole."""
+    prompt = _bounded(state.prompt, max_block)
+    blocks: list[str] = [_indent(prompt, "> ")] if state.prompt else []
     for item in state.items:
         if isinstance(item, TextBlock):
             if item.text.strip():
-                blocks.append(item.text.strip("\n"))
+                blocks.append(_bounded(item.text.strip("\n"), max_block))
         elif isinstance(item, ThinkingBlock):
             if item.text.strip():
-                blocks.append("[thinking]\n" + _indent(item.text.strip("\n")))
+                blocks.append("[thinking]\n" + _indent(_bounded(item.text.strip("\n"), max_block)))
         elif isinstance(item, ToolCard):
             blocks.append(_tool_text(item))
         else:

@@ -16,9 +16,9 @@ non-interactive fallback). The transform runs on every cell, so it does the chea
 
 Loading also registers ``PiMagics`` (``%%pi`` fallback, ``%pi``), a ``post_run_cell`` hook
 that records cell errors for ``read_cells``, and, on ipykernel >= 7.4, the ``comm_msg``
-status wrapper (``kernel.compat.install_comm_ack``), and starts the MCP servers of
+status wrapper (``host.compat.install_comm_ack``), and starts the MCP servers of
 ``c.PiMagics.mcp_config`` if set. Loading twice is harmless. Loading imports only the light
-modules those need (``magics``, ``config``, ``state``, ``tools.cell_log``, ``kernel.compat``):
+modules those need (``magics``, ``config``, ``state``, ``tools.cell_log``, ``host.compat``):
 the agent, the providers, pydantic, ipywidgets and the renderers load with the first ``%%pi``
 or ``%pi``.
 """
@@ -28,7 +28,7 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-from .kernel.compat import can_await, get_kernel, install_comm_ack, uninstall_comm_ack
+from .host.compat import can_await, get_kernel, install_comm_ack, uninstall_comm_ack
 from .magics import PiMagics
 from .state import state_for
 

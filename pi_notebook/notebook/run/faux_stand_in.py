@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..ai.faux import FauxRegistration, faux_assistant_message, register_faux_provider
-from ..ai.models import get_models
-from ..ai.types import AssistantMessage, Model
+from ...ai.faux import FauxRegistration, faux_assistant_message, register_faux_provider
+from ...ai.models import get_models
+from ...ai.types import AssistantMessage, Model
 
 FAUX_PROVIDER = "faux"
 

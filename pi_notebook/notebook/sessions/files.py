@@ -1,10 +1,10 @@
-"""``NotebookSessions``: every conversation of a shell recorded as a Pi session file.
+"""``SessionFiles``: where a shell's conversations are recorded as Pi session files, and how
+this notebook's recordings are found.
 
-One object per ``NotebookState`` (it is the state's observer). Each conversation is an
-``AgentSession`` (``pi_notebook.runtime``): its agent with a ``SessionManager``, auto-retry and
-auto-compaction. The session appends every message as it ends, so a kernel that dies leaves a
-file Pi's CLI can list and resume; this module decides where the file goes and what the notebook
-adds to it. Rules:
+One object per ``NotebookState``. Each conversation is an ``AgentSession``
+(``conversations.py``) that appends every message as it ends, so a kernel that dies leaves a
+file Pi's CLI can list and resume; this module decides where the file goes, what the notebook
+adds to it (``Conversations.begin`` writes it) and which recordings are this notebook's. Rules:
 
 * **Where.** Pi's own place for the notebook's folder, ``<agent dir>/sessions/--<folder>--/``
   (the agent dir is ``$PI_CODING_AGENT_DIR`` or ``~/.pi/agent``), so ``pi --resume`` started in
@@ -33,29 +33,24 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from ...agent import Agent
 from ...ai.models import get_model
 from ...ai.types import Model
-from ...runtime import AgentSession, AgentSessionSettings
+from ...runtime import AgentSessionSettings
 from ...runtime.resources.loader import ResourceLoader
 from ...session import (
     CustomEntry,
-    CustomMessage,
     MessageEntry,
     Redactor,
     SessionFormatWarning,
     SessionInfo,
     SessionManager,
-    convert_to_llm,
     list_sessions,
     read_custom_data,
     redact_strings,
-    resume,
 )
 from ...session.storage import default_session_dir
-from ..config import DEFAULT_NAME, PiConfig, env_flag, timeout_ms
-from ..defaults import effective
-from ..observer import StateObserver
+from ..config import DEFAULT_NAME, PiConfig, env_flag
+from ..defaults import effective, session_settings
 from ..tools.cells import notebook_path
 from ..tools.references import redact_known, secret_values
 
@@ -70,20 +65,6 @@ RESTART_NOTE = (
 )
 
 
-@dataclass
-class Tracked:
-    """The ``AgentSession`` of one conversation (its agent, session file, retry and compaction)
-    and what the notebook still has to write into the file."""
-
-    session: AgentSession
-    tagged: bool = False
-    restart_note: bool = False
-
-    @property
-    def manager(self) -> SessionManager:
-        return self.session.session_manager
-
-
 @dataclass(frozen=True)
 class Listed:
     """A session of this folder, with the notebook and conversation it was recorded for."""
@@ -93,31 +74,20 @@ class Listed:
     conversation: str | None
 
 
-class NotebookSessions(StateObserver):
+class SessionFiles:
     """See the module docstring."""
 
     def __init__(
         self,
         shell: Any,
         config: Callable[[], PiConfig],
-        conversation: Callable[[str], Agent],
-        message_ended: Callable[[str, Agent, Any], None] | None = None,
         *,
         resources: Callable[[], ResourceLoader | None] = lambda: None,
-        extensions: Callable[[], Any] | None = None,
     ) -> None:
         self.shell = shell
         self._config = config
-        self._conversation = conversation
-        """The state's conversation of a name (created on first use, which tracks it here)."""
-        self._message_ended = message_ended if message_ended is not None else self.message_appended
-        """Told of every message a conversation ends (the state relays it to its observers)."""
         self._resources = resources
-        """The resource loader of the notebook's folder, for every conversation's session."""
-        self._extensions = extensions
-        """The kernel's ``NotebookExtensions`` (``pi_extensions.py``): its runner goes into every
-        new ``AgentSession``, which it then watches (``session_shutdown`` at exit)."""
-        self.tracked: dict[str, Tracked] = {}
+        """The resource loader of the notebook's folder (its trust decides the settings)."""
         self.replay_cursors: dict[str, Any] = {}
         """Where ``--replay`` stands in each conversation's recording (``replay.py``)."""
         self.looked_up: set[str] = set()
@@ -183,101 +153,7 @@ class NotebookSessions(StateObserver):
         Pi's ``settings.json``: ``defaults.py``); a cell's options adjust them."""
         loader = self._resources()
         chosen = effective(self.config, loader.current().project_settings_dir if loader is not None else None)
-        return AgentSessionSettings(
-            retry=chosen.retry,
-            compaction=chosen.compaction,
-            summary_timeout_ms=timeout_ms(self.config.timeout),
-            default_thinking_level=chosen.default_thinking_level,
-        )
-
-    def track(self, name: str, agent: Agent, manager: SessionManager | None = None) -> Tracked:
-        """Make ``manager`` (default: a new session) the session of conversation ``name``: an
-        ``AgentSession`` over its agent records it from now on; the previous one stops."""
-        manager = manager if manager is not None else self.new_manager()
-        previous = self.tracked.get(name)
-        if previous is not None:
-            previous.session.dispose()
-        host = self._extensions() if self._extensions is not None else None
-        session = AgentSession(
-            agent,
-            manager,
-            settings=self.settings(),
-            cwd=self.folder(),
-            resources=self._resources(),
-            extensions=host.runner if host is not None else None,
-        )
-        if host is not None:
-            host.watch(session)
-        session.subscribe(
-            lambda event: self._message_ended(name, agent, getattr(event, "message", None)), {"message_end"}
-        )
-        tracked = self.tracked[name] = Tracked(session)
-        return tracked
-
-    def forget(self) -> None:
-        """Stop recording every conversation (their ``AgentSession``s stop listening); the next
-        use of a conversation starts a new session, as after a kernel restart."""
-        for tracked in self.tracked.values():
-            tracked.session.dispose()
-        self.tracked.clear()
-        self.looked_up.clear()
-
-    def get(self, name: str) -> Tracked:
-        found = self.tracked.get(name)
-        if found is None:
-            agent = self._conversation(name)  # a new conversation is tracked as it is created
-            found = self.tracked.get(name) or self.track(name, agent)
-        return found
-
-    def session(self, name: str) -> AgentSession:
-        """The ``AgentSession`` of conversation ``name``, with the settings ``c.PiMagics`` has
-        now (a ``%%pi`` cell's own options then apply for its run)."""
-        session = self.get(name).session
-        session.settings = self.settings()
-        session.resource_loader = self._resources()  # the folder's (c.PiMagics.project_folder may change)
-        return session
-
-    def begin(self, name: str, agent: Agent) -> Tracked:
-        """Write the notebook tag (once) and the conversation's current model and thinking
-        (as Pi's sessions start); the messages themselves are the ``AgentSession``'s to record."""
-        tracked = self.get(name)
-        manager = tracked.manager
-        tracked.session.record_settings()
-        if not tracked.tagged:
-            tracked.tagged = True
-            if not _has_custom(manager, NOTEBOOK_ENTRY):
-                manager.append_custom_entry(
-                    NOTEBOOK_ENTRY, {"notebook": self.notebook(), "conversation": name}
-                )
-        return tracked
-
-    # --- observer hooks ---------------------------------------------------------------------------
-
-    def conversation_created(self, name: str, agent: Agent) -> None:
-        self.track(name, agent)
-        use_session_messages(agent)
-
-    def conversation_reset(self, name: str, agent: Agent) -> None:
-        self.track(name, agent)  # a cleared conversation is a new session, as Pi's /new
-
-    def begin_run(self, name: str, agent: Agent, prompt: str) -> None:
-        """A ``%%pi`` cell starts (not a replayed one): its ``pi-notebook-run`` entry with the
-        prompt as typed and the model, which replay matches cells on; and the restart note,
-        once, when the conversation was resumed from another kernel."""
-        tracked = self.begin(name, agent)
-        tracked.manager.append_custom_entry(RUN_ENTRY, {"prompt": prompt, "model": _spec(agent.state.model)})
-        if tracked.restart_note:
-            tracked.restart_note = False
-            note = CustomMessage(custom_type=RESTART_MESSAGE, content=RESTART_NOTE, display=False)
-            tracked.manager.append_custom_message_entry(RESTART_MESSAGE, RESTART_NOTE, display=False)
-            agent.state.messages = [*agent.state.messages, note]
-
-    def message_appended(self, name: str, agent: Agent, message: Any) -> None:
-        """Before the ``AgentSession`` records the first message (it is told of ``message_end``
-        first), the file gets its tag: a run started from Python code, not ``%%pi``, too."""
-        tracked = self.tracked.get(name)
-        if tracked is None or not tracked.tagged:
-            self.begin(name, agent)
+        return session_settings(chosen, self.config.timeout)
 
     # --- finding, resuming -------------------------------------------------------------------------
 
@@ -293,12 +169,12 @@ class NotebookSessions(StateObserver):
                 rows.append(Listed(info, owner if isinstance(owner, str) else None, conversation))
         return rows
 
-    def find(self, name: str, choice: str = "") -> str:
+    def find(self, name: str, choice: str = "", current: str | None = None) -> str:
         """The session file ``choice`` names (a number from ``%pi sessions``, a session name,
         an id prefix or a path); without a choice, the latest one of conversation ``name``
         other than the one it records into now. Raises ``LookupError`` with what to do."""
         if not choice:
-            latest = self.latest(name)
+            latest = self.latest(name, current)
             if latest is None:
                 raise LookupError(
                     f"no recorded conversation {name!r} of this notebook in {self.directory()}; "
@@ -308,14 +184,13 @@ class NotebookSessions(StateObserver):
         rows = self.listed(every=not choice.isdigit())  # numbers are %pi sessions'
         return _pick(rows, choice, self.directory())
 
-    def latest(self, name: str) -> Listed | None:
-        """The latest recorded session of conversation ``name`` of this notebook other than the
-        one it records into now: what ``%pi resume`` continues."""
-        current = self.tracked[name].manager.session_file if name in self.tracked else None
+    def latest(self, name: str, current: str | None = None) -> Listed | None:
+        """The latest recorded session of conversation ``name`` of this notebook other than
+        ``current`` (the one it records into now): what ``%pi resume`` continues."""
         mine = [r for r in self.listed() if r.conversation in (name, None) and r.info.path != current]
         return mine[0] if mine else None
 
-    def recorded_notice(self, name: str) -> str | None:
+    def recorded_notice(self, name: str, current: str | None = None) -> str | None:
         """On the first ``%%pi`` cell of an empty conversation: the line that says this notebook
         has a recorded session of it (after a kernel restart, the cell would otherwise start a
         new conversation without a word). Once per conversation until ``forget``, and only when
@@ -324,7 +199,7 @@ class NotebookSessions(StateObserver):
         if name in self.looked_up or self.notebook() is None:
             return None
         self.looked_up.add(name)
-        found = self.latest(name)  # reads the folder's session files: once, not every cell
+        found = self.latest(name, current)  # reads the folder's session files: once, not every cell
         if found is None:
             return None
         label = found.info.name or found.conversation or name
@@ -335,43 +210,6 @@ class NotebookSessions(StateObserver):
             f"{'s' if count != 1 else ''}): {command} continues it."
         )
 
-    def resume_into(self, name: str, agent: Agent, path: str) -> int:
-        """Continue the session at ``path`` in conversation ``name``; returns its message count."""
-        manager = self.open_manager(path)
-        resume(agent, manager, resolve_model=resolve_recorded)
-        tracked = self.track(name, agent, manager)
-        tracked.tagged = _has_custom(manager, NOTEBOOK_ENTRY)
-        tracked.restart_note = bool(agent.state.messages)
-        return len(agent.state.messages)
-
-    def resume_for_cell(self, name: str, agent: Agent) -> str:
-        """``%%pi --resume``: the latest recording of conversation ``name``, or a fresh start."""
-        try:
-            path = self.find(name)
-        except LookupError:
-            return "Nothing recorded to resume for this notebook: a new conversation starts."
-        count = self.resume_into(name, agent, path)
-        problem = self.tracked[name].manager.problem_line()
-        return f"Resumed {os.path.basename(path)} ({count} messages)." + (f" {problem}" if problem else "")
-
-    def adopt(self, name: str, agent: Agent, manager: SessionManager, *, restarted: bool = False) -> None:
-        """Make ``manager`` (moved to another leaf or file) the conversation's session;
-        ``restarted``: its messages come from another kernel (the restart note is due)."""
-        resume(agent, manager, resolve_model=resolve_recorded)
-        tracked = self.track(name, agent, manager)
-        tracked.tagged = _has_custom(manager, NOTEBOOK_ENTRY)
-        tracked.restart_note = restarted and bool(agent.state.messages)
-
-
-def use_session_messages(agent: Agent) -> None:
-    """Give the agent the session layer's ``convert_to_llm`` (unless it has its own), so
-    compaction summaries, branch summaries and the restart note reach the model as user text."""
-    if getattr(agent.convert_to_llm, "__module__", "") == "pi_notebook.agent.types":
-        agent.convert_to_llm = convert_to_llm
-
-
-def _spec(model: Model) -> str:
-    return f"{model.provider}:{model.id}"
 
 
 def resolve_recorded(provider: str, model_id: str) -> Model | None:
@@ -382,7 +220,7 @@ def resolve_recorded(provider: str, model_id: str) -> Model | None:
         return None
 
 
-def _has_custom(manager: SessionManager, custom_type: str) -> bool:
+def has_custom(manager: SessionManager, custom_type: str) -> bool:
     return any(isinstance(e, CustomEntry) and e.custom_type == custom_type for e in manager.get_entries())
 
 

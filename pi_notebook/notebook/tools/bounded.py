@@ -1,0 +1,103 @@
+"""Summaries of user values, bounded in time and interruptible.
+
+A summary runs the value's own code (``__repr__``, ``__len__``, a library's formatting), which
+may take a minute or never end. Run on the kernel's main thread it would hold the kernel's loop:
+no Stop, no kernel interrupt (the run's SIGINT handler only schedules a cancellation on that
+loop). So :func:`run_bounded` runs it on a daemon thread of its own while the tool awaits it
+on the loop, which stays free:
+
+* the summary ends in time: its result (or its exception) is the tool's;
+* ``SUMMARY_SECONDS`` pass, Stop fires the run's signal, or a kernel interrupt cancels the
+  cell: the tool stops waiting at once. A thread cannot be killed, so the summary is abandoned:
+  it runs to its end in the background and its result is dropped. :class:`SummaryTimedOut`
+  says so, and the tool tells the model (and the user, on the card) which value was slow;
+* a value whose abandoned summary is still running is not summarised again
+  (:class:`SummaryStillRunning`), so asking twice does not pile up threads on it.
+
+Reading the namespace from another thread is safe (dict reads); the summary code is the value's
+own, which the user's own cells could be running at the same time once the run has ended: the
+same as any background thread of theirs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, suppress
+from typing import Any, TypeVar
+
+from ...ai.abort import AbortSignal, run_abortable
+
+__all__ = ["SUMMARY_SECONDS", "SummaryStillRunning", "SummaryTimedOut", "run_bounded", "summarising"]
+
+T = TypeVar("T")
+
+SUMMARY_SECONDS = 5.0
+"""How long one tool call may spend summarising values."""
+
+_running: dict[int, str] = {}  # id() of a value being summarised -> its name
+_running_lock = threading.Lock()
+
+
+class SummaryTimedOut(Exception):
+    """A summary did not finish in time and was abandoned."""
+
+
+class SummaryStillRunning(Exception):
+    """An earlier, abandoned summary of the same value is still running."""
+
+
+@contextmanager
+def summarising(value: Any, name: str) -> Iterator[None]:
+    """Mark ``value`` as being summarised (as ``name``) while the block runs; refuse with
+    :class:`SummaryStillRunning` when an abandoned summary of it has not ended yet."""
+    with _running_lock:
+        if id(value) in _running:
+            raise SummaryStillRunning(
+                f"An earlier summary of {_running[id(value)]} is still running in the background "
+                "(its code is slow), so it was not started again. Use run_code for a narrower look."
+            )
+        _running[id(value)] = name
+    try:
+        yield
+    finally:
+        with _running_lock:
+            _running.pop(id(value), None)
+
+
+async def run_bounded(
+    fn: Callable[[], T], *, what: str, seconds: float | None = None, signal: AbortSignal | None = None
+) -> T:
+    """``fn()`` on its own thread, awaited for at most ``seconds`` (``SUMMARY_SECONDS``) and
+    until ``signal`` fires; ``what`` names the summary in the timeout's message."""
+    seconds = SUMMARY_SECONDS if seconds is None else seconds
+    loop = asyncio.get_running_loop()
+    future: asyncio.Future[T] = loop.create_future()
+
+    def settle(ok: bool, outcome: Any) -> None:
+        if future.done():
+            return  # abandoned: nobody waits any more
+        if ok:
+            future.set_result(outcome)
+        else:
+            future.set_exception(outcome)
+
+    def work() -> None:
+        outcome: Any
+        try:
+            ok, outcome = True, fn()
+        except BaseException as exc:  # handed to the waiting tool as it is
+            ok, outcome = False, exc
+        with suppress(RuntimeError):  # the loop is closed: the kernel is going away
+            loop.call_soon_threadsafe(settle, ok, outcome)
+
+    threading.Thread(target=work, name=f"pi-summary {what}", daemon=True).start()
+    try:
+        return await asyncio.wait_for(run_abortable(asyncio.shield(future), signal), seconds)
+    except TimeoutError:
+        raise SummaryTimedOut(
+            f"The summary of {what} did not finish within {seconds:g} s (its own code, such as "
+            "__repr__, is slow), so it was abandoned; it may still finish in the background. "
+            "Use run_code for a narrower look, e.g. type(x) or len(x)."
+        ) from None
