@@ -19,6 +19,7 @@ processes write one file.
 
 from __future__ import annotations
 
+import json
 import os
 import warnings
 from collections.abc import Callable, Sequence
@@ -34,11 +35,14 @@ from .storage import (
     load_session_file,
     open_append,
     problems_line,
+    read_header,
     with_parent,
     write_atomic,
 )
 
 NoticeKind = Literal["write_failed", "write_recovered", "shared"]
+STALE: FileIdentity = (-1, -1, -1, -1)
+"""An identity no file has: the next append reads the file first."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,6 +96,10 @@ class SessionWriter:
         """Write a new file holding ``all_lines`` (header and every entry); False when it failed
         (told once; the entries stay pending)."""
         assert self.path is not None
+        if os.path.isfile(self.path) and read_header(self.path) == json.loads(all_lines[0]):
+            # ours, created before an interrupt cut the bookkeeping short: add what it lacks
+            self.flushed, self.identity = True, STALE
+            return self.append()
         try:
             os.makedirs(os.path.dirname(self.path) or ".", exist_ok=True)
             create_file(self.path, all_lines)
@@ -110,16 +118,16 @@ class SessionWriter:
             return True
         try:
             with open_append(self.path) as handle:
-                if self.identity is not None and handle.identity() != self.identity:
+                if self.identity is None or handle.identity() != self.identity:  # None: interrupted
                     self._other_writer()
-                self.identity = handle.append(self._lines(self.pending))
+                identity = handle.append(self._lines(self.pending))
         except FileNotFoundError:  # removed since: the caller writes it again, whole
             self.flushed = False
             return False
         except (OSError, SessionError) as exc:
             self._failed(exc)
             return False
-        self._written(keep_identity=True)
+        self._written(identity)
         return True
 
     def rewrite(self, all_lines: list[bytes]) -> bool:
@@ -134,13 +142,15 @@ class SessionWriter:
         self._written()
         return True
 
-    def _written(self, *, keep_identity: bool = False) -> None:
+    def _written(self, identity: FileIdentity | None = None) -> None:
+        """The pending entries are in the file. In this order, so that an interrupt in between
+        leaves an identity that does not match: the next append then reads the file and drops
+        what it already holds (:func:`merge_plan`)."""
+        count = len(self.pending)
         if self.pending:
             self.last_written = self.pending[-1].id
-        count = len(self.pending)
         self.pending = []
-        if not keep_identity and self.path:
-            self.identity = file_identity(self.path)
+        self.identity = identity if identity is not None else file_identity(self.path or "")
         if self.failure is not None:
             self.failure = None
             saved = f"The session file {self.path} is written again ({count} entries saved)."
@@ -186,12 +196,15 @@ def merge_plan(
     last_written: str | None,
     file_entries: list[SessionEntry],
 ) -> tuple[list[SessionEntry], tuple[SessionEntry, SessionEntry] | None]:
-    """What to do with a file another process wrote: the entries it has that ``ours`` lacks
-    (returned first), ours it lacks (put back in front of ``pending``, written again), and, when
+    """What to do with a file that changed behind this writer (another process wrote, or an
+    interrupt came between our write and its bookkeeping): the entries it has that ``ours``
+    lacks (returned first), pending ones it already has (dropped from ``pending``), ours it
+    lacks (put back in front of ``pending``, written again), and, when
     it has new entries, the first pending entry that continues ``last_written`` chained onto the
     file's last entry (replaced in ``pending``; returned as ``(old, new)`` for the tree)."""
     known = {e.id for e in ours}
     in_file = {e.id for e in file_entries}
+    pending[:] = [e for e in pending if e.id not in in_file]  # written, then interrupted: not twice
     waiting = {e.id for e in pending}
     pending[:0] = [e for e in ours if e.id not in in_file and e.id not in waiting]
     foreign = [e for e in file_entries if e.id not in known]

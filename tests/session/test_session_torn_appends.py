@@ -202,3 +202,60 @@ def test_a_folder_in_place_of_the_file_is_told_once_and_nothing_is_lost(tmp_path
     turns(manager, 1, start=2)
     assert [n.kind for n in notices] == ["write_failed", "write_recovered"]
     assert texts(SessionManager.open(manager.session_file)) == texts(manager)
+
+
+def test_an_interrupt_after_the_write_never_writes_an_entry_twice(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Ctrl-C just after the line is on disk, before the writer notes it: the next append sees
+    the file changed, finds the entry there and does not write it again."""
+    from pi_notebook.session import writer
+
+    manager = SessionManager.create(str(tmp_path), str(tmp_path))
+    turns(manager, 1)
+    original = writer.SessionWriter._written
+    calls = [0]
+
+    def interrupted(self: writer.SessionWriter, identity: object = None) -> None:
+        calls[0] += 1
+        if calls[0] == 1:
+            raise KeyboardInterrupt
+        original(self, identity)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(writer.SessionWriter, "_written", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        manager.append_message(user("written, then interrupted"))
+    manager.append_message(answer("next"))
+    assert manager.session_file is not None
+    lines = Path(manager.session_file).read_text().splitlines()
+    assert sum("written, then interrupted" in line for line in lines) == 1
+    assert texts(SessionManager.open(manager.session_file)) == texts(manager)
+
+
+def test_an_interrupt_after_the_file_is_created_never_blocks_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Ctrl-C just after the new file is on disk: the next append finds it is this session's
+    and appends what it lacks (no 'File exists' forever, no entry twice)."""
+    from pi_notebook.session import writer
+
+    manager = SessionManager.create(str(tmp_path), str(tmp_path))
+    original = writer.SessionWriter._written
+    calls = [0]
+
+    def interrupted(self: writer.SessionWriter, identity: object = None) -> None:
+        calls[0] += 1
+        if calls[0] == 1:
+            raise KeyboardInterrupt
+        original(self, identity)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(writer.SessionWriter, "_written", interrupted)
+    manager.append_message(user("question"))
+    with pytest.raises(KeyboardInterrupt):
+        manager.append_message(answer("answer"))  # the file is created here
+    manager.append_message(user("next"))
+    assert manager.write_failure is None
+    assert manager.session_file is not None
+    lines = Path(manager.session_file).read_text().splitlines()
+    assert len(lines) == 4  # the header and three entries, each once
+    assert texts(SessionManager.open(manager.session_file)) == ["question", "answer", "next"]
