@@ -60,7 +60,6 @@ def test_two_kernels_taking_turns_on_one_file(tmp_path: Path, private_agent_dir:
             assert "Traceback" not in shown_a + shown_b
             told["A"] += shown_a.count(SHARED)
             told["B"] += shown_b.count(SHARED)
-        assert told == {"A": 1, "B": 1}  # each noticed the other's writes, once
     finally:
         a.close()
         b.close()
@@ -72,3 +71,4 @@ def test_two_kernels_taking_turns_on_one_file(tmp_path: Path, private_agent_dir:
     ]
     expected = [f"A prompt {n}" for n in range(4)] + [f"B prompt {n}" for n in range(1, 4)]
     assert sorted(prompts) == sorted(expected)
+    assert told == {"A": 1, "B": 1}  # each noticed the other's writes, once
