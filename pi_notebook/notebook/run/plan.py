@@ -23,6 +23,7 @@ from typing import Any
 
 from IPython.core.error import UsageError
 
+from ...ai.models import user_models_problem
 from ...ai.types import TextContent, UserMessage
 from ...runtime import AgentSession, AgentSessionSettings, Budget
 from ...runtime.budget import check_priced, reached
@@ -194,7 +195,7 @@ def _setting_notices(
     """Lines that explain a setting: what is wrong with Pi's ``settings.json`` (each problem
     once), a ``--thinking`` level the model ignores (once per conversation and model), an
     ignored seed."""
-    lines = state.settings_notices(where.chosen.notices())
+    lines = state.settings_notices([*where.chosen.notices(), *filter(None, [user_models_problem()])])
     model = session.state.model
     level = options.thinking or session.thinking_level
     ignored = level != "off" and not model.reasoning

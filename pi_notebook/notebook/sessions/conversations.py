@@ -155,7 +155,8 @@ class Conversations:
         except LookupError:
             return "Nothing recorded to resume for this notebook: a new conversation starts."
         count = self.resume(found.name, path)
-        return f"Resumed {os.path.basename(path)} ({count} messages)."
+        problem = found.session.session_manager.problem_line()  # what the load skipped or repaired
+        return f"Resumed {os.path.basename(path)} ({count} messages)." + (f" {problem}" if problem else "")
 
     def adopt(self, name: str | None, manager: SessionManager, *, restarted: bool) -> int:
         """Make ``manager`` (another file, or moved to another leaf) the conversation's session;
