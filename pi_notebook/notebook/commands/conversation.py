@@ -17,7 +17,7 @@ from IPython.core.error import UsageError
 
 from ...ai.levels import THINKING_LEVELS
 from ...runtime import AgentSession
-from ..config import DEFAULT_NAME, MODEL_ENV, PiConfig
+from ..config import DEFAULT_NAME, MODEL_ENV, PiConfig, options_help
 from ..defaults import effective
 from ..host.compat import can_await
 from ..options import model_option
@@ -38,26 +38,9 @@ from .show import show_cmd
 from .undo import undo_command
 from .usage import usage_command
 
-HELP = """\
+HELP = f"""\
 %%pi [options]            ask the agent; the cell body is the prompt
-  --model provider:id     model (default: c.PiMagics.model, $PI_NOTEBOOK_MODEL, Pi's settings.json)
-  --thinking LEVEL        off|minimal|low|medium|high|xhigh|max
-  --system TEXT           system prompt of this conversation
-  --tools SPEC            all|none|read|write|comma list of tool names, MCP ones too
-                          (files__read_file, files__*: then only those MCP tools join)
-  --approve POLICY        ask|auto|deny for the tools that change state (delete_cells always asks)
-  --new                   start a fresh conversation
-  --name NAME             use (or create) the conversation NAME
-  --text                  plain-text output, no widgets
-  --max-turns N           stop after N model turns
-  --temperature T         sampling temperature (0 to 2), e.g. 0 for reproducible answers
-  --seed N                sampling seed (OpenAI-compatible chat completions only)
-  --timeout S             seconds a model request may go without an answer (default 300; 0: none)
-  --max-cost USD          stop the run once it has spent USD dollars (the model needs prices)
-  --max-total-tokens N    stop the run once its requests used N tokens, input + output
-  --[no-]raise-on-error   raise after a run that ended in an error (default: headless runs)
-  --resume                continue this notebook's latest recorded conversation first
-  --replay                show the recorded answer of this prompt; no model is called
+{options_help()}
   $`expr` in the prompt attaches a bounded summary of a kernel value.
 
 %pi [--name NAME] SUBCOMMAND
