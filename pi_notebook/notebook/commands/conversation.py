@@ -18,7 +18,7 @@ from IPython.core.error import UsageError
 from ...ai.levels import THINKING_LEVELS
 from ...runtime import AgentSession
 from ..config import DEFAULT_NAME, MODEL_ENV, PiConfig, options_help
-from ..defaults import effective
+from ..defaults import Effective
 from ..host.compat import can_await
 from ..options import model_option
 from ..result import sum_usage
@@ -162,7 +162,7 @@ def _status_cmd(state: NotebookState, name: str | None, rest: str) -> None:
         f"tokens: {usage.input} in, {usage.output} out, {usage.cache_read} cache read, "
         f"{usage.cache_write} cache write; cost: ${usage.cost.total:.4f}",
         f"tools: {state.config.tools}",
-        f"timeout: {timeout_line(state.config)}",
+        f"timeout: {timeout_line(state.config, state.defaults())}",
         f"loop guard: {loop_guard_line(state.config.loop_guard)}",
         f"approve: {state.explain_approval(mode)}",
         *_approvals_lines(state),
@@ -201,9 +201,9 @@ def loop_guard_line(limit: int) -> str:
     return f"a run stops after {limit} identical tool calls in a row (c.PiMagics.loop_guard; 0: off)"
 
 
-def timeout_line(config: PiConfig) -> str:
-    """The request timeout a ``%%pi`` cell gets and what it adds up to with the retries."""
-    chosen = effective(config)  # the retries of c.PiMagics, else of Pi's settings.json
+def timeout_line(config: PiConfig, chosen: Effective) -> str:
+    """The request timeout a ``%%pi`` cell gets and what it adds up to with the retries
+    (``chosen``: the settings in force, a trusted project's included, as a cell gets them)."""
     bound = silent_server_bound(config.timeout, chosen.retries, chosen.retry_base_delay)
     if bound is None:
         return "none (a server that never answers is waited on until Stop or an interrupt)"
