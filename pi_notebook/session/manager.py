@@ -100,6 +100,8 @@ class SessionManager:
         self._header = SessionHeader(id="-", timestamp=iso_now())
         self._entries: list[SessionEntry] = []
         self._by_id: dict[str, SessionEntry] = {}
+        self._latest: dict[type, tuple[str | None, Any]] = {}
+        """``latest_on_branch``'s answers by kind, with the leaf each holds for."""
         self._labels: dict[str, str] = {}
         self._label_times: dict[str, str] = {}
         self._leaf_id: str | None = None
@@ -255,6 +257,7 @@ class SessionManager:
         return self._session_file
 
     def _build_index(self) -> None:
+        self._latest = {}
         self._by_id = {}
         self._labels = {}
         self._label_times = {}
@@ -309,6 +312,9 @@ class SessionManager:
     def _append(self, entry: SessionEntry) -> str:
         self._entries.append(entry)
         self._by_id[entry.id] = entry
+        for kind, (leaf, found) in list(self._latest.items()):  # the branch grew by one entry
+            if leaf == entry.parent_id:
+                self._latest[kind] = (entry.id, entry if isinstance(entry, kind) else found)
         self._leaf_id = entry.id
         if isinstance(entry, MessageEntry) and entry.message.role == "assistant":
             self._has_assistant = True
@@ -451,7 +457,16 @@ class SessionManager:
 
     def latest_on_branch(self, kind: type[_Entry]) -> _Entry | None:
         """The entry of type ``kind`` nearest the leaf on the current branch, else ``None``
-        (walks the parents; no path is built)."""
+        (kept up to date as entries are appended; after a move to another leaf, found by
+        walking the parents once)."""
+        known = self._latest.get(kind)
+        if known is not None and known[0] == self._leaf_id:
+            return known[1]  # type: ignore[no-any-return]
+        found = self._walk_for(kind)
+        self._latest[kind] = (self._leaf_id, found)
+        return found
+
+    def _walk_for(self, kind: type[_Entry]) -> _Entry | None:
         current = self._by_id.get(self._leaf_id) if self._leaf_id else None
         steps = len(self._by_id)
         while current is not None and steps >= 0:  # a parent cycle cannot loop forever
