@@ -28,6 +28,7 @@ from ...ai.types import TextContent, UserMessage
 from ...runtime import AgentSession, AgentSessionSettings, Budget
 from ...runtime.budget import check_priced, reached
 from ..config import MODEL_ENV
+from ..defaults import conversation_budget as conversation_budget_of
 from ..defaults import session_settings
 from ..options import RunOptions
 from ..sessions.conversations import Conversation, use_model
@@ -144,7 +145,7 @@ def plan_run(
     gated = _gated_tools(state, options, session)
     approval = state.approval(options.approve, mode, gated)
     raise_on_error = mode.headless.headless if options.raise_on_error is None else options.raise_on_error
-    conversation_budget = _conversation_budget(state)
+    conversation_budget = conversation_budget_of(state.config)
     if not options.replay:
         _check_budgets(options, session, conversation_budget)
     policy_line = approval.notice if gated else None
@@ -208,12 +209,6 @@ def _recording(state: NotebookState, options: RunOptions, session: AgentSession,
     model = session.model
     spec = f"{model.provider}:{model.id}" if model is not None else None
     return find_recording(state.sessions, options.name, prompt, spec, new=options.new)
-
-
-def _conversation_budget(state: NotebookState) -> Budget | None:
-    config = state.config
-    cost, tokens = config.max_conversation_cost, config.max_conversation_tokens
-    return Budget(max_cost=cost or None, max_total_tokens=tokens or None) if cost or tokens else None
 
 
 def _check_budgets(options: RunOptions, session: AgentSession, conversation: Budget | None) -> None:

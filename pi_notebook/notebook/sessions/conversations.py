@@ -171,12 +171,16 @@ class Conversations:
         return len(found.session.messages)
 
     def configure(self) -> None:
-        """Give every conversation the session settings configured now (``c.PiMagics``
-        changed: ``NotebookState.config``)."""
+        """Give every conversation the session settings and the conversation budget configured
+        now (``c.PiMagics`` changed: ``NotebookState.config``)."""
+        from ..defaults import conversation_budget
+
         if self._by_name:
             settings = self._state.sessions.settings()
+            budget = conversation_budget(self._state.config)
             for found in self._by_name.values():
                 found.session.settings = settings
+                found.session.budget = budget
 
     def clear(self) -> None:
         """Forget every conversation (aborting active runs); the next use starts a new one and
@@ -232,6 +236,7 @@ class Conversations:
         from ...ai.entry import stream_simple
         from ...runtime import AgentSession
         from ...session import convert_to_llm
+        from ..defaults import conversation_budget
 
         state = self._state
         files = state.sessions
@@ -249,6 +254,7 @@ class Conversations:
             extensions=host.runner,
         )
         host.watch(session)
+        session.budget = conversation_budget(state.config)  # a prompt from Python honours it too
         found = self._by_name[name] = Conversation(name, session)
         session.subscribe(
             lambda event: self._message_ended(found, getattr(event, "message", None)), {"message_end"}
