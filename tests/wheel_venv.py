@@ -7,9 +7,12 @@ The wheel comes from the build backend of ``pyproject.toml`` (``test_packaging.b
 from ``python -m venv``, with pip from ``ensurepip`` and ``--no-index --no-deps`` (offline), and
 no node on its PATH. It sees the dependencies (jupyterlab, ipykernel, pydantic, ...) of the
 environment running the tests through a ``.pth`` file: only paths, so their ``.pth`` files (an
-editable install of a checkout) do not run and their ``share/jupyter`` is not on the venv's
-Jupyter path; HOME and the Jupyter dirs point into the venv's directory, so nothing of the
-user's is found either."""
+editable install of a checkout) do not run. Their labextensions (ipywidgets' widget manager, ...),
+which ``pip install`` of the dependencies would have put into the venv's ``share/jupyter``, are on
+its ``JUPYTER_PATH`` as links, less any ``pi-notebook-bridge`` (an editable install's): the only
+bridge the venv has is the wheel's. Nothing else of that environment's ``share/jupyter`` is (its
+kernelspecs name its interpreter). HOME and the Jupyter dirs point into the venv's directory, so
+nothing of the user's is found either."""
 
 from __future__ import annotations
 
@@ -74,6 +77,7 @@ def install_wheel(root: Path) -> WheelVenv:
             "JUPYTER_DATA_DIR": str(home / "data"),
             "JUPYTER_CONFIG_DIR": str(home / "config"),
             "JUPYTER_RUNTIME_DIR": str(home / "runtime"),
+            "JUPYTER_PATH": str(_dependency_labextensions(root / "deps-share")),
             "LANG": "C.UTF-8",
         },
     )
@@ -85,3 +89,14 @@ def install_wheel(root: Path) -> WheelVenv:
     done = venv.run(str(venv.python), *pip, str(wheel))
     assert done.returncode == 0, done.stderr
     return venv
+
+
+def _dependency_labextensions(share: Path) -> Path:
+    """``share`` with a ``labextensions`` dir linking those of the test environment, less the bridge."""
+    made = share / "labextensions"
+    made.mkdir(parents=True)
+    theirs = Path(sys.prefix) / "share" / "jupyter" / "labextensions"
+    for entry in sorted(theirs.iterdir()) if theirs.is_dir() else []:
+        if entry.name != "pi-notebook-bridge":
+            (made / entry.name).symlink_to(entry.resolve(), target_is_directory=True)
+    return share
