@@ -21,6 +21,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent))
 
 from loopback import LoopbackServer
+from wheel_venv import WheelVenv, install_wheel
 
 from pi_notebook.ai.faux import FauxRegistration, register_faux_provider
 
@@ -105,6 +106,14 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
             summaries[os.path.realpath(path)] = summary
     for summary in summaries.values():
         terminalreporter.write_line(summary)
+
+
+@pytest.fixture(scope="session")
+def wheel_venv(tmp_path_factory: pytest.TempPathFactory) -> WheelVenv:
+    """This checkout's wheel installed into a fresh venv (``wheel_venv.py``), built once for the
+    session: ``test_wheel_install.py`` and the wheel-backed Chromium edit test share it. The first
+    test that asks for it pays the build (10-70 s) in its own time limit."""
+    return install_wheel(tmp_path_factory.mktemp("wheel-install"))
 
 
 @pytest.fixture

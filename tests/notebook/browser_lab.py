@@ -1,6 +1,7 @@
 """JupyterLab (or Jupyter Notebook 7) for the browser tests: a server on 127.0.0.1 with a temp
 root dir, a token, isolated Jupyter/IPython dirs, no news or update checks, and its own kernelspec
-for this venv's Python.
+for this venv's Python. Or (``venv=``) the server, labextensions and ``pi`` kernelspec of a venv
+the wheel was installed into (``tests/wheel_venv.py``), and nothing of this checkout's.
 
 Browser pitfalls it avoids, each of which broke a headless run: the news toast (its button
 opens an external tab), restored workspaces, and the PyPI-backed extension manager.
@@ -20,7 +21,10 @@ import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from wheel_venv import WheelVenv
 
 KERNEL_NAME = "pi-notebook-browser"
 BRIDGE_BUILD = Path(__file__).resolve().parents[2] / "pi_notebook" / "notebook" / "bridge" / "labextension"
@@ -37,6 +41,15 @@ CHROMIUM_ARGS = [
     "--no-first-run",
     "--disable-quic",
 ]
+LAB_DIRS = {
+    "JUPYTER_CONFIG_DIR": "config",
+    "JUPYTER_DATA_DIR": "data",
+    "JUPYTER_RUNTIME_DIR": "runtime",
+    "IPYTHONDIR": "ipython",
+    "JUPYTERLAB_SETTINGS_DIR": "settings",
+    "JUPYTERLAB_WORKSPACES_DIR": "workspaces",
+}
+"""The server's own dirs (environment variable: subdirectory of the lab's root)."""
 
 
 def free_port() -> int:
@@ -51,11 +64,20 @@ class Lab:
     ``app="notebook"`` starts Jupyter Notebook 7 instead of JupyterLab (the same frontend
     components in a one-document shell, opened at ``/notebooks/NAME``)."""
 
-    def __init__(self, root: Path, app: str = "lab", *, bridge: bool = True) -> None:
+    def __init__(
+        self, root: Path, app: str = "lab", *, bridge: bool = True, venv: WheelVenv | None = None
+    ) -> None:
         self.root = root
         self.app = app
         self.bridge = bridge
         """Whether the frontend gets this checkout's pi-notebook-bridge labextension."""
+        self.venv = venv
+        """The wheel's venv: its Python runs the server, which then finds the bridge and the
+        ``pi`` kernelspec in the venv's ``share/jupyter`` only (its own environment, with no
+        node on the PATH); notebooks are written for the ``pi`` kernel."""
+        self.kernelspec = {"name": KERNEL_NAME, "display_name": "pi_notebook (browser test)"}
+        if venv is not None:
+            self.kernelspec = {"name": "pi", "display_name": "Pi (Python 3)"}
         self.notebooks = root / "nb"
         self.token = secrets.token_hex(16)
         self.port = free_port()
@@ -63,18 +85,21 @@ class Lab:
         self.proc: subprocess.Popen[bytes] | None = None
 
     def _env(self) -> dict[str, str]:
+        if self.venv is not None:
+            return self._venv_env(self.venv)
         env = {k: v for k, v in os.environ.items() if not k.startswith(("PI_NOTEBOOK_", "JPY_", "JUPYTER"))}
-        dirs = {
-            "JUPYTER_CONFIG_DIR": "config",
-            "JUPYTER_DATA_DIR": "data",
-            "JUPYTER_RUNTIME_DIR": "runtime",
-            "IPYTHONDIR": "ipython",
-            "JUPYTERLAB_SETTINGS_DIR": "settings",
-            "JUPYTERLAB_WORKSPACES_DIR": "workspaces",
-        }
-        env.update({name: str(self.root / sub) for name, sub in dirs.items()})
+        env.update({name: str(self.root / sub) for name, sub in LAB_DIRS.items()})
         # This checkout's notebook bridge (the venv may hold another checkout's, or none).
         env["JUPYTER_PATH"] = str(self.root / "share")
+        return env
+
+    def _venv_env(self, venv: WheelVenv) -> dict[str, str]:
+        # The venv's JUPYTER_PATH (its dependencies' labextensions only); the bridge and the
+        # kernelspec come from the server's own prefix, the venv's share/jupyter
+        env = {**venv.env, "HOME": str(self.root / "home")}
+        env.update({name: str(self.root / sub) for name, sub in LAB_DIRS.items()})
+        if "PI_CODING_AGENT_DIR" in os.environ:  # the test run's session dir (tests/conftest.py)
+            env["PI_CODING_AGENT_DIR"] = os.environ["PI_CODING_AGENT_DIR"]
         return env
 
     def _write_settings(self, env: dict[str, str]) -> None:
@@ -88,10 +113,12 @@ class Lab:
             labconfig.mkdir(parents=True, exist_ok=True)
             disabled = {"disabledExtensions": {"pi-notebook-bridge": True}}
             (labconfig / "page_config.json").write_text(json.dumps(disabled))
-        elif (BRIDGE_BUILD / "package.json").exists():
+        elif self.venv is None and (BRIDGE_BUILD / "package.json").exists():
             extensions = self.root / "share" / "labextensions"
             extensions.mkdir(parents=True, exist_ok=True)
             (extensions / "pi-notebook-bridge").symlink_to(BRIDGE_BUILD, target_is_directory=True)
+        if self.venv is not None:
+            return  # the wheel's kernelspec
         spec = Path(env["JUPYTER_DATA_DIR"]) / "kernels" / KERNEL_NAME
         spec.mkdir(parents=True, exist_ok=True)
         (spec / "kernel.json").write_text(
@@ -109,7 +136,7 @@ class Lab:
         env = self._env()
         self._write_settings(env)
         cmd = [
-            sys.executable,
+            sys.executable if self.venv is None else str(self.venv.python),
             "-m",
             "jupyterlab" if self.app == "lab" else "notebook",
             "--no-browser",
@@ -176,13 +203,7 @@ class Lab:
             made.append(cell)
         notebook = {
             "cells": made,
-            "metadata": {
-                "kernelspec": {
-                    "name": KERNEL_NAME,
-                    "display_name": "pi_notebook (browser test)",
-                    "language": "python",
-                }
-            },
+            "metadata": {"kernelspec": {**self.kernelspec, "language": "python"}},
             "nbformat": 4,
             "nbformat_minor": 5,
         }

@@ -10,6 +10,12 @@ changed, and the saved file says so again.
 
 Needs the ``pi-notebook-bridge`` labextension built by ``scripts/setup.sh``; without it the
 test fails (the frontend would not answer and every edit tool would fall back).
+
+The JupyterLab flow runs once more against the wheel ``pip install``ed into a fresh venv with no
+node (fixture ``wheel_venv``, ``tests/wheel_venv.py``): that venv's JupyterLab, the bridge from its
+``share/jupyter`` (installed by pip, as the server's extension API says), and the Pi kernel of its
+``pi`` kernelspec importing the wheel's package; nothing of this checkout is on its paths. That
+``pip install`` of the wheel is the whole install for the agent's notebook edits.
 Screenshots: ``test-output/browser/edits-*.png``.
 """
 
@@ -18,6 +24,7 @@ from __future__ import annotations
 import json
 import re
 import sys
+import urllib.request
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +33,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent))
 
 from browser_lab import BRIDGE_BUILD, CHROMIUM, SHOTS, Lab, chromium_page
+from wheel_venv import WheelVenv  # tests/ is on sys.path (tests/conftest.py)
 
 pytestmark = [
     pytest.mark.browser,
@@ -50,7 +58,8 @@ faux.set_responses([
     call("edit_cell", {"cell_id": "c-user", "source": "w = 'agent'"}, "t7"),
     faux_assistant_message("Done."),
 ])
-print("setup done")
+import pi_notebook
+print("setup done:", pi_notebook.__file__)
 """
 IDS = ["c-setup", "c-data", "c-fix", "c-other", "c-old", "c-user", "c-run", "c-undo"]
 CELLS = [
@@ -74,12 +83,39 @@ def test_agent_edits_the_live_notebook_in_notebook7(tmp_path: Path) -> None:
     _run(tmp_path, "notebook")
 
 
-def _run(tmp_path: Path, app: str) -> None:
-    assert (BRIDGE_BUILD / "package.json").exists(), "build the labextension: bash scripts/setup.sh"
-    with Lab(tmp_path, app=app) as lab, playwright_sync.sync_playwright() as p:
+@pytest.mark.wheel
+def test_agent_edits_the_live_notebook_in_jupyterlab_installed_from_the_wheel(
+    tmp_path: Path, wheel_venv: WheelVenv
+) -> None:
+    _run(tmp_path, "lab", wheel_venv)
+
+
+def _run(tmp_path: Path, app: str, venv: WheelVenv | None = None) -> None:
+    if venv is None:
+        assert (BRIDGE_BUILD / "package.json").exists(), "build the labextension: bash scripts/setup.sh"
+    name = f"{app}-wheel" if venv is not None else app
+    with Lab(tmp_path, app=app, venv=venv) as lab, playwright_sync.sync_playwright() as p:
+        if venv is not None:
+            _assert_bridge_installed_by_pip(lab)
         url = lab.write_notebook("fix.ipynb", CELLS, ids=IDS)
-        with chromium_page(p, lab, f"edits-{app}-failure.png", height=1800) as page:
-            _drive(page, url, lab.notebooks / "fix.ipynb", app)
+        with chromium_page(p, lab, f"edits-{name}-failure.png", height=1800) as page:
+            cells = _start(page, url, app)
+            if venv is not None:  # the kernel imports the wheel's package, not this checkout's
+                wheels = str(venv.site / "pi_notebook" / "__init__.py")
+                playwright_sync.expect(cells.nth(0).locator(".jp-OutputArea")).to_contain_text(wheels)
+            _drive(page, cells, lab.notebooks / "fix.ipynb", app, name)
+
+
+def _assert_bridge_installed_by_pip(lab: Lab) -> None:
+    """The server's extension API: the bridge enabled and OK, with the ``install.json`` pip put
+    there, in a server whose environment is the venv (``sys.prefix``)."""
+    with urllib.request.urlopen(f"{lab.url}/lab/api/extensions?token={lab.token}", timeout=30) as reply:
+        listed = json.loads(reply.read())
+    bridge = next((e for e in listed if e["name"] == "pi-notebook-bridge"), None)
+    assert bridge is not None, listed
+    assert (bridge["enabled"], bridge["status"]) == (True, "ok"), bridge
+    assert bridge["install"]["packageManager"] == "python", bridge
+    assert bridge["install"]["packageName"] == "pi-notebook", bridge
 
 
 def _sources(path: Path) -> list[tuple[str, str]]:
@@ -108,7 +144,7 @@ def _start(page: Any, url: str, app: str) -> Any:
         page.keyboard.press("Shift+Enter")
         try:
             playwright_sync.expect(setup.locator(".jp-OutputArea")).to_contain_text(
-                "setup done", timeout=15_000
+                "setup done:", timeout=15_000
             )
             return cells
         except AssertionError:
@@ -129,9 +165,8 @@ def _save(page: Any) -> None:
     page.wait_for_timeout(1500)
 
 
-def _drive(page: Any, url: str, saved: Path, app: str) -> None:
+def _drive(page: Any, cells: Any, saved: Path, app: str, name: str) -> None:
     expect = playwright_sync.expect
-    cells = _start(page, url, app)
     _type_at_end(page, cells.nth(1), "  # unsaved")  # the user's edit, not saved
     run = page.locator(".jp-Cell", has_text="Fix my notebook.")  # its index changes as cells go
     run.locator(".jp-InputArea-editor").click()
@@ -146,7 +181,7 @@ def _drive(page: Any, url: str, saved: Path, app: str) -> None:
     expect(_card(view, "read_notebook")).to_contain_text("with unsaved edits")
     expect(view.locator(".pi-diff")).to_contain_text("+y = 10 / 5")
     expect(page.locator(".jp-MarkdownCell", has_text="Added by the agent")).to_have_count(1)  # inserted live
-    page.screenshot(path=str(SHOTS / f"edits-{app}-1-diff.png"), full_page=True)
+    page.screenshot(path=str(SHOTS / f"edits-{name}-1-diff.png"), full_page=True)
     apply.click()
 
     reject = view.get_by_role("button", name="Reject")
@@ -159,7 +194,7 @@ def _drive(page: Any, url: str, saved: Path, app: str) -> None:
     expect(_card(view, "run_cell")).to_contain_text("Run cell c-fix?", timeout=30_000)
     approve.click()
     expect(_card(view, "delete_cells")).to_contain_text("Delete 1 cell?", timeout=30_000)
-    page.screenshot(path=str(SHOTS / f"edits-{app}-2-delete.png"), full_page=True)
+    page.screenshot(path=str(SHOTS / f"edits-{name}-2-delete.png"), full_page=True)
     view.get_by_role("button", name="Approve").click()
 
     static = run.locator(".pi-static")
@@ -171,7 +206,7 @@ def _drive(page: Any, url: str, saved: Path, app: str) -> None:
     fixed = cells.nth(2)  # c-fix
     expect(fixed.locator(".jp-InputArea-editor")).to_have_text("y = 10 / 5y")
     expect(fixed.locator(".jp-OutputArea")).to_contain_text("2.0")  # run_cell's output, in the cell
-    page.screenshot(path=str(SHOTS / f"edits-{app}-3-done.png"), full_page=True)
+    page.screenshot(path=str(SHOTS / f"edits-{name}-3-done.png"), full_page=True)
 
     _save(page)
     after_run = [
@@ -198,7 +233,7 @@ def _drive(page: Any, url: str, saved: Path, app: str) -> None:
     expect(told).to_contain_text("Undid the run", timeout=30_000)
     expect(told).to_contain_text("restored deleted cell c-old")
     expect(page.locator(".jp-MarkdownCell", has_text="Added by the agent")).to_have_count(0)
-    page.screenshot(path=str(SHOTS / f"edits-{app}-4-undone.png"), full_page=True)
+    page.screenshot(path=str(SHOTS / f"edits-{name}-4-undone.png"), full_page=True)
     _save(page)
     restored = json.loads(saved.read_text())["cells"]
     assert _sources(saved) == [

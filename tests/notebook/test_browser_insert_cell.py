@@ -1,7 +1,9 @@
 """JupyterLab in Debian's Chromium: the cell ``insert_cell`` asks for appears below the
 ``%%pi`` cell, once: inserted live through the notebook bridge (the labextension this
-checkout builds), not again by a ``set_next_input`` payload when the run ends. Screenshot:
-``test-output/browser/insert-cell.png``."""
+checkout builds), not again by a ``set_next_input`` payload when the run ends. Once more in a
+JupyterLab served from the wheel ``pip install``ed into a fresh venv (fixture ``wheel_venv``; see
+``test_browser_edits.py``), on the Pi kernel of its kernelspec. Screenshots:
+``test-output/browser/insert-cell*.png``."""
 
 from __future__ import annotations
 
@@ -15,6 +17,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 from browser_lab import BRIDGE_BUILD, CHROMIUM, SHOTS, Lab, chromium_page
 from test_browser import run_cell
+from wheel_venv import WheelVenv  # tests/ is on sys.path (tests/conftest.py)
 
 pytestmark = [
     pytest.mark.browser,
@@ -37,15 +40,26 @@ RUN = "%%pi --model faux:faux-1 --approve auto\nAdd a cell that computes 6 * 7."
 
 
 def test_inserted_cell_appears_in_jupyterlab(tmp_path: Path) -> None:
-    expect = playwright_sync.expect
     assert (BRIDGE_BUILD / "package.json").exists(), "build the labextension: bash scripts/setup.sh"
-    with Lab(tmp_path) as lab, playwright_sync.sync_playwright() as p:
+    _run(tmp_path, None, "insert-cell")
+
+
+@pytest.mark.wheel
+def test_inserted_cell_appears_in_jupyterlab_installed_from_the_wheel(
+    tmp_path: Path, wheel_venv: WheelVenv
+) -> None:
+    _run(tmp_path, wheel_venv, "insert-cell-wheel")
+
+
+def _run(tmp_path: Path, venv: WheelVenv | None, shot: str) -> None:
+    expect = playwright_sync.expect
+    with Lab(tmp_path, venv=venv) as lab, playwright_sync.sync_playwright() as p:
         url = lab.write_notebook("insert.ipynb", [SETUP, RUN, ""])  # Shift+Enter moves on, adds none
-        with chromium_page(p, lab, "insert-cell-failure.png", height=900) as page:
-            _drive(page, url, expect)
+        with chromium_page(p, lab, f"{shot}-failure.png", height=900) as page:
+            _drive(page, url, expect, shot)
 
 
-def _drive(page: Any, url: str, expect: Any) -> None:
+def _drive(page: Any, url: str, expect: Any, shot: str) -> None:
     page.goto(url)
     page.wait_for_selector(".jp-NotebookPanel .jp-CodeCell", timeout=60_000)
     page.locator(".jp-StatusBar-TextItem", has_text="| Idle").first.wait_for(timeout=90_000)
@@ -60,4 +74,4 @@ def _drive(page: Any, url: str, expect: Any) -> None:
     expect(cells).to_have_count(4, timeout=30_000)
     expect(cells.nth(2).locator(".jp-InputArea-editor")).to_contain_text("inserted_by_pi = 6 * 7")
     expect(cells.nth(3).locator(".jp-InputArea-editor")).to_have_text("")
-    page.screenshot(path=str(SHOTS / "insert-cell.png"), full_page=True)
+    page.screenshot(path=str(SHOTS / f"{shot}.png"), full_page=True)
