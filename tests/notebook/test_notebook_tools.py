@@ -318,7 +318,8 @@ def test_a_syntax_error_in_run_code_shows_the_line_and_the_caret(ip: Any, tools:
     with pytest.raises(SyntaxError) as info:
         call(tools, "run_code", code="x = 1\ny = = 2")
     lines = str(info.value).splitlines()
-    assert lines[0].strip().startswith('File "<run_code-') and lines[0].endswith(", line 2")
+    assert lines[0].strip().startswith('File "<run_code-')
+    assert lines[0].endswith(", line 2")
     assert lines[1].strip() == "y = = 2"
     assert lines[2].strip() == "^"
     assert lines[2].index("^") == lines[1].index("= 2")  # under the second '='

@@ -381,7 +381,8 @@ def test_run_code_details_carry_the_figure_for_a_text_only_model(ip: Any, tools:
     finally:
         tools.begin_run(model=_VisionModel())  # the shell's tools outlive this test
     assert images_of(result) == []  # the model sees the placeholder only, as before
-    assert re.search(r"\[figure 1: \d+x\d+ PNG, not sent to the model: it has no image input\]", text_of(result))
+    label = r"\[figure 1: \d+x\d+ PNG, not sent to the model: it has no image input\]"
+    assert re.search(label, text_of(result))
     table, figure = result.details["display"]
     assert figure["type"] == "image"
     assert base64.b64decode(figure["data"]).startswith(b"\x89PNG")

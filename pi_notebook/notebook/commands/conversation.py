@@ -10,7 +10,6 @@ the line. ``PiMagics.pi_line`` loads this module on the first ``%pi``.
 from __future__ import annotations
 
 import difflib
-
 import os
 from fnmatch import fnmatchcase
 from typing import Any
