@@ -60,7 +60,13 @@ def _shown_args(card: ToolCard | None) -> str:
 def _shown_result(card: ToolCard | None) -> str:
     """A finished call's result as indented lines below its end line, bounded (module
     docstring); empty when the result has no text."""
-    text = (card.content if card is not None else "").strip("\n")
+    return _bounded_lines(card.content if card is not None else "", "of the result")
+
+
+def _bounded_lines(text: str, what: str) -> str:
+    """``text`` as indented lines, at most ``RESULT_LINES`` lines and ``RESULT_CHARS``
+    characters, then how much more ``what`` has; empty for blank text."""
+    text = text.strip("\n")
     if not text.strip():
         return ""
     lines = text.split("\n")
@@ -76,7 +82,7 @@ def _shown_result(card: ToolCard | None) -> str:
     body = "\n".join("    " + line if line else line for line in kept)
     if hidden_chars > 0:
         more = f"{hidden_lines:,} more lines" if hidden_lines > 0 else f"{hidden_chars:,} more characters"
-        body += f"\n    … ({more} of the result not shown here; the model received it whole)"
+        body += f"\n    … ({more} {what} not shown here; the model received it whole)"
     return "\n" + body
 
 
@@ -88,6 +94,7 @@ class TerminalView:
         self._started = time.monotonic()
         self._ask = ask
         self._at_line_start = True
+        self._sent_shown = False
         self._last_shown: str | None = None
         """The call whose start line, with its arguments, is the last thing written."""
         for line in notices:
@@ -117,6 +124,10 @@ class TerminalView:
         elif kind == "message_end" and getattr(event.message, "role", None) == "assistant":
             if not self._at_line_start:
                 self._emit("\n")
+        elif kind == "message_end" and self.state.sent and not self._sent_shown:
+            # a template expanded, values attached: what the model got, before its answer
+            self._sent_shown = True
+            self._line("[what the model received]" + _bounded_lines(self.state.sent, "of the message"))
         elif kind == "tool_execution_start":
             card = self.state.tool_card(event.tool_call_id)
             self._line(f"[tool] {event.tool_name}{_shown_args(card)}")

@@ -173,3 +173,14 @@ def test_an_interrupt_while_the_answer_streams(p: PiKernelUnderTest) -> None:
     assert reply["ename"] == "KeyboardInterrupt"
     assert reply_at - interrupted[0] < 1.5
     assert p.value("_pi.stop_reason") == "aborted"
+
+
+def test_what_the_model_received_is_printed_before_the_answer(p: PiKernelUnderTest) -> None:
+    p.python("shared_total = 1234\nfaux.set_responses(['seen'])")
+    reply = answer_questions(p, p.execute("look at $`shared_total`"), [])
+    assert reply["status"] == "ok", reply
+    lines = reply["stdout"].splitlines()
+    assert lines[0] == "[what the model received]"
+    assert lines[1] == "    look at `shared_total`"
+    assert "    `shared_total` (value):" in lines
+    assert lines[-1] == "seen"
