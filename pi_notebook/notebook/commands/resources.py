@@ -102,9 +102,10 @@ def effective_system_prompt(state: NotebookState, name: str | None) -> str:
     """The system prompt conversation ``name``'s next run sends: the conversation's own (``--system``,
     ``c.PiMagics.system``) with the blocks of what the notebook's folder loads now, built by the
     function the run itself uses (``Resources.system_prompt``)."""
-    from .conversation import conversation
-
-    base = conversation(state, name).state.system_prompt
+    try:
+        base = state.conversations.session(name).state.system_prompt
+    except ValueError as exc:  # a bad default model, as %pi status says it
+        raise UsageError(f"default model: {exc}") from None
     return state.resources.current().system_prompt(base)
 
 
