@@ -7,9 +7,11 @@
 * Inspection: in a prompt, the name under the cursor gets the bounded, secret-safe summary a
   `` $`name` `` reference would attach; in code, IPython's own inspection.
 * Completeness: a prompt is complete as typed (a terminal submits it on Enter); a cell starting
-  with ``%%`` (``%%python``, ``%%pi``) ends at a blank line, as IPython's cell magics do; other
-  IPython input follows IPython's rules, without the kernel's own transformers (the ``%%pi``
-  one binds the run function as it goes).
+  with ``%%`` (``%%python``, ``%%pi``) ends at the first empty line after its body (one Enter
+  on an empty line sends it: IPython's own check wants a second one, since it reads the line the
+  cursor is on as part of the cell only once a newline follows it); other IPython input follows
+  IPython's rules, without the kernel's own transformers (the ``%%pi`` one binds the run
+  function as it goes).
 
 Functions of text and a namespace; ``kernel.py`` wires them to the messages.
 """
@@ -149,6 +151,8 @@ def is_complete(code: str) -> dict[str, Any]:
     kind = classify(code)
     if kind in ("prompt", "empty"):
         return {"status": "complete"}
+    if code.lstrip().startswith("%%"):
+        return _cell_magic_complete(code)
     from IPython.core.inputtransformer2 import TransformerManager
 
     status, indent = TransformerManager().check_complete(code)  # type: ignore[no-untyped-call]
@@ -156,3 +160,20 @@ def is_complete(code: str) -> dict[str, Any]:
     if status == "incomplete":
         reply["indent"] = " " * (indent or 0)
     return reply
+
+
+def _cell_magic_complete(code: str) -> dict[str, Any]:
+    """A ``%%`` cell is complete when the line being typed is empty (spaces allowed: a terminal
+    fills in an indent) and a line of body comes before it: Enter on the first empty line sends
+    the cell, and Enter right after the ``%%`` line starts the body."""
+    lines = code.lstrip("\n").split("\n")
+    body = lines[1:-1]
+    if len(lines) >= 2 and not lines[-1].strip() and any(line.strip() for line in body):
+        return {"status": "complete"}
+    return {"status": "incomplete", "indent": _indent(lines[-1] if len(lines) > 1 else "")}
+
+
+def _indent(line: str) -> str:
+    """The indent of the next line: the current one's, one level deeper after a ``:``."""
+    indent = line[: len(line) - len(line.lstrip())]
+    return indent + "    " if line.rstrip().endswith(":") else indent

@@ -8,11 +8,15 @@ Notebook 7 and other notebook frontends send the ``cellId`` of the cell they run
 
 ``TerminalView`` is a ``RunView``: the runner hands it every event, as it does the live view.
 Text deltas are written as they come (the kernel's stdout sends them on every flush); a tool
-call is one line when it starts and one when it ends; an approval is a ``[y/N]`` question. The
+call is one line when it starts and one when it ends, with the result below it (bounded:
+``RESULT_LINES`` lines of at most ``RESULT_CHARS`` characters in all, saying how much more the
+result has; the model received it whole); an approval is a ``[y/N]`` question. The
 question blocks the kernel's loop until the answer comes, which is what the run waits for
 anyway; Ctrl-C at the question (the console passes it on to the kernel) denies the call and
 interrupts the run as Ctrl-C does anywhere else. The output left behind is the ending and the
-footer line: the answer itself is already on the terminal.
+footer line: the answer itself is already on the terminal. The footer's elapsed time is the
+view's own clock, from the view's creation to the end of the run (message timestamps mark when a
+message started, so they miss the time the last answer took to stream).
 """
 
 from __future__ import annotations
@@ -21,13 +25,17 @@ import asyncio
 import signal
 import sys
 import threading
+import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ..notebook.view.reduce import ToolCard, ViewState, add_notice, mark_approval, reduce
+from ..notebook.view.reduce import ToolCard, ViewState, add_notice, mark_approval, reduce, set_elapsed
 from ..notebook.view.render.text import args_text, end_text, footer_text, format_args
 
-__all__ = ["TerminalView"]
+__all__ = ["RESULT_CHARS", "RESULT_LINES", "TerminalView"]
+
+RESULT_LINES = 20
+RESULT_CHARS = 2000
 
 Ask = Callable[[str], str]
 """The kernel's ``raw_input``: sends an ``input_request`` and returns the reply."""
@@ -49,13 +57,44 @@ def _shown_args(card: ToolCard | None) -> str:
     return f" {raw}" if raw else ""
 
 
+def _shown_result(card: ToolCard | None) -> str:
+    """A finished call's result as indented lines below its end line, bounded (module
+    docstring); empty when the result has no text."""
+    return _bounded_lines(card.content if card is not None else "", "of the result")
+
+
+def _bounded_lines(text: str, what: str) -> str:
+    """``text`` as indented lines, at most ``RESULT_LINES`` lines and ``RESULT_CHARS``
+    characters, then how much more ``what`` has; empty for blank text."""
+    text = text.strip("\n")
+    if not text.strip():
+        return ""
+    lines = text.split("\n")
+    kept: list[str] = []
+    room = RESULT_CHARS
+    for line in lines[:RESULT_LINES]:
+        kept.append(line[:room])
+        room -= len(kept[-1]) + 1
+        if room <= 0:
+            break
+    hidden_lines = len(lines) - len(kept)
+    hidden_chars = len(text) - len("\n".join(kept))
+    body = "\n".join("    " + line if line else line for line in kept)
+    if hidden_chars > 0:
+        more = f"{hidden_lines:,} more lines" if hidden_lines > 0 else f"{hidden_chars:,} more characters"
+        body += f"\n    … ({more} {what} not shown here; the model received it whole)"
+    return "\n" + body
+
+
 class TerminalView:
     """The ``RunView`` of a terminal frontend (module docstring)."""
 
     def __init__(self, prompt: str, notices: Sequence[str], ask: Ask) -> None:
         self.state = ViewState(prompt=prompt)
+        self._started = time.monotonic()
         self._ask = ask
         self._at_line_start = True
+        self._sent_shown = False
         self._last_shown: str | None = None
         """The call whose start line, with its arguments, is the last thing written."""
         for line in notices:
@@ -70,9 +109,14 @@ class TerminalView:
     def _line(self, text: str) -> None:
         self._emit(("" if self._at_line_start else "\n") + text + "\n")
 
+    def _clock(self) -> None:
+        set_elapsed(self.state, time.monotonic() - self._started)
+
     def handle(self, event: Any) -> None:
-        reduce(self.state, event)
         kind = event.type
+        if kind == "agent_end":
+            self._clock()
+        reduce(self.state, event)
         if kind == "message_update":
             inner = event.assistant_message_event
             if inner.type == "text_delta":
@@ -80,12 +124,18 @@ class TerminalView:
         elif kind == "message_end" and getattr(event.message, "role", None) == "assistant":
             if not self._at_line_start:
                 self._emit("\n")
+        elif kind == "message_end" and self.state.sent and not self._sent_shown:
+            # a template expanded, values attached: what the model got, before its answer
+            self._sent_shown = True
+            self._line("[what the model received]" + _bounded_lines(self.state.sent, "of the message"))
         elif kind == "tool_execution_start":
             card = self.state.tool_card(event.tool_call_id)
             self._line(f"[tool] {event.tool_name}{_shown_args(card)}")
             self._last_shown = event.tool_call_id
         elif kind == "tool_execution_end":
-            self._line(f"[tool] {event.tool_name}: {'error' if event.is_error else 'done'}")
+            card = self.state.tool_card(event.tool_call_id)
+            ended = f"[tool] {event.tool_name}: {'error' if event.is_error else 'done'}"
+            self._line(ended + _shown_result(card))
 
     def request_approval(self, tool_call_id: str) -> asyncio.Future[bool]:
         card = self.state.tool_card(tool_call_id)
@@ -140,6 +190,7 @@ class TerminalView:
         self._line(text)
 
     def close(self) -> None:
+        self._clock()
         if not self._at_line_start:
             self._emit("\n")
         sys.stdout.flush()

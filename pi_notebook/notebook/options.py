@@ -8,6 +8,7 @@ conversation's later cells. Bad options raise a one-line ``UsageError``.
 from __future__ import annotations
 
 import argparse
+import difflib
 import math
 import shlex
 from collections.abc import Iterable
@@ -124,4 +125,23 @@ def parse_options(line: str, config: PiConfig, mcp_names: Iterable[str] = ()) ->
         argv = shlex.split(line)  # POSIX quoting: --system "Be brief." gives the text without quotes
     except ValueError as exc:
         raise UsageError(f"cannot parse %%pi options: {exc}") from None
-    return RunOptions(PARSER.parse_args(argv), config, mcp_names)
+    try:
+        parsed = PARSER.parse_args(argv)
+    except UsageError as exc:
+        raise UsageError(did_you_mean(str(exc), argv)) from None
+    return RunOptions(parsed, config, mcp_names)
+
+
+def did_you_mean(message: str, argv: Iterable[str]) -> str:
+    """``message`` with ``; did you mean --model?`` for each unknown ``--option`` in ``argv`` close
+    to one the parser knows (a typo such as ``--modle``), so the fix is in the error line."""
+    known = [option for action in PARSER._actions for option in action.option_strings]
+    hints: list[str] = []
+    for word in argv:
+        flag = word.split("=", 1)[0]
+        if not flag.startswith("--") or flag in known:
+            continue
+        close = difflib.get_close_matches(flag, known, n=1, cutoff=0.6)
+        if close:
+            hints.append(f"{flag}: did you mean {close[0]}?")
+    return "; ".join([message, *hints])

@@ -122,8 +122,13 @@ def test_inspecting_in_a_python_cell_is_ipythons(pi: PiKernelUnderTest) -> None:
         ("%%python", "incomplete"),
         ("%%python\nfor i in range(3):", "incomplete"),
         ("%%python\nx = 1\n\n", "complete"),  # a cell magic ends at a blank line
+        ("%%python\nx = 1\n", "complete"),  # one: Enter on the empty line below the body
+        ("%%python\n", "incomplete"),  # Enter right after %%python starts the body
+        ("%%python\nfor i in range(3):\n    print(i)\n    ", "complete"),  # the console's indent
+        ("%%python\nx = 1", "incomplete"),
         ("%%pi --model faux:faux-1", "incomplete"),
         ("%%pi --model faux:faux-1\na longer prompt\n\n", "complete"),
+        ("%%pi --model faux:faux-1\na longer prompt\n", "complete"),
     ],
 )
 def test_is_complete(pi: PiKernelUnderTest, code: str, status: str) -> None:

@@ -5,6 +5,7 @@ question waits."""
 
 from __future__ import annotations
 
+import re
 import time
 from queue import Empty
 from typing import Any
@@ -84,6 +85,24 @@ def test_the_answer_streams_as_text(p: PiKernelUnderTest) -> None:
     [footer] = [c["data"]["text/plain"] for _, kind, c in watch.displays if kind == "display_data"]
     assert footer.startswith("1 turn · ")
     assert footer.endswith("faux-1")
+    # the time the answer took to stream (~2 s), not the gap between the messages' timestamps
+    elapsed = float(re.search(r" · ([\d.]+) s · ", footer).group(1))  # type: ignore[union-attr]
+    assert elapsed >= 1.0, footer
+
+
+def test_a_tool_result_is_printed_bounded(p: PiKernelUnderTest) -> None:
+    code = "print('result line 1')\nfor i in range(500): print('row', i)"
+    p.python(f"faux.set_responses([tool_use('run_code', {{'code': {code!r}}}, 'r1'), 'done'])")
+    reply = answer_questions(p, p.execute("%%pi --approve auto\nprint things"), [])
+    assert reply["status"] == "ok", reply
+    lines = reply["stdout"].splitlines()
+    at = lines.index("[tool] run_code: done")
+    assert lines[at + 1 : at + 4] == ["    stdout:", "    result line 1", "    row 0"]
+    # 20 lines of the result, then how much more there is; the model got it whole
+    more = "    … (482 more lines of the result not shown here; the model received it whole)"
+    assert lines[at + 21] == more
+    assert lines[at + 22] == "done"
+    assert "row 499" in p.value("_pi.messages[2].content[0].text")
 
 
 def test_an_approval_is_asked_on_stdin_and_yes_runs_the_tool(p: PiKernelUnderTest) -> None:
@@ -98,6 +117,7 @@ def test_an_approval_is_asked_on_stdin_and_yes_runs_the_tool(p: PiKernelUnderTes
         "        six = 6",
         "        approved_value = six * 7",
         "[tool] run_code: done",
+        "    (no output)",
         "finished",
     ]
     assert p.value("approved_value, _pi.text") == "42 finished"
@@ -113,6 +133,7 @@ def test_a_call_asked_nothing_shows_its_code_as_lines(p: PiKernelUnderTest) -> N
         "        six = 6",
         "        approved_value = six * 7",
         "[tool] run_code: done",
+        "    (no output)",
         "finished",
     ]
 
@@ -152,3 +173,14 @@ def test_an_interrupt_while_the_answer_streams(p: PiKernelUnderTest) -> None:
     assert reply["ename"] == "KeyboardInterrupt"
     assert reply_at - interrupted[0] < 1.5
     assert p.value("_pi.stop_reason") == "aborted"
+
+
+def test_what_the_model_received_is_printed_before_the_answer(p: PiKernelUnderTest) -> None:
+    p.python("shared_total = 1234\nfaux.set_responses(['seen'])")
+    reply = answer_questions(p, p.execute("look at $`shared_total`"), [])
+    assert reply["status"] == "ok", reply
+    lines = reply["stdout"].splitlines()
+    assert lines[0] == "[what the model received]"
+    assert lines[1] == "    look at `shared_total`"
+    assert "    `shared_total` (value):" in lines
+    assert lines[-1] == "seen"

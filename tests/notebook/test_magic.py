@@ -190,6 +190,8 @@ def test_references_attach_bounded_summaries(ip: Any, faux: FauxRegistration) ->
         ("--model nope:nothing", "--model: Unknown model nope:nothing"),
         ("--tools read,bogus", "unknown tool 'bogus' in --tools"),
         ("--frobnicate", "unrecognized arguments: --frobnicate"),
+        ("--modle x", "unrecognized arguments: --modle x; --modle: did you mean --model?"),
+        ("--max-token 9", "; --max-token: did you mean --max-total-tokens?"),
         ("--system 'unclosed", "cannot parse %%pi options"),
         ("--name", "argument --name: expected one argument"),
     ],
@@ -521,7 +523,8 @@ def test_line_magic_subcommands(ip: Any, faux: FauxRegistration) -> None:
     assert conversations.current().state.messages == []
     assert "conversation: other" in line(ip, "--name other status")
     for bad, message in (
-        ("bogus", "unknown %pi subcommand 'bogus'"),
+        ("bogus", "unknown %pi subcommand 'bogus'; try %pi help"),
+        ("sesions", "unknown %pi subcommand 'sesions'; did you mean %pi sessions\\? try"),
         ("thinking huge", "thinking must be one of"),
         ("history x", "history takes a number"),
         ("model nocolon", "Unknown model 'nocolon'"),

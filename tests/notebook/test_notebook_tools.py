@@ -314,6 +314,18 @@ def test_run_code_error_is_raised_with_traceback_and_redacted_output(ip: Any, to
     assert "[REDACTED]" in message
 
 
+def test_a_syntax_error_in_run_code_shows_the_line_and_the_caret(ip: Any, tools: NotebookTools) -> None:
+    with pytest.raises(SyntaxError) as info:
+        call(tools, "run_code", code="x = 1\ny = = 2")
+    lines = str(info.value).splitlines()
+    assert lines[0].strip().startswith('File "<run_code-')
+    assert lines[0].endswith(", line 2")
+    assert lines[1].strip() == "y = = 2"
+    assert lines[2].strip() == "^"
+    assert lines[2].index("^") == lines[1].index("= 2")  # under the second '='
+    assert lines[3] == "SyntaxError: invalid syntax"
+
+
 def test_run_code_runs_ipython_syntax_and_reports_interrupts(ip: Any, tools: NotebookTools) -> None:
     assert "result: True" in text_of(call(tools, "run_code", code="here = %pwd\nlen(here) > 0"))
     interrupted: list[bool] = []

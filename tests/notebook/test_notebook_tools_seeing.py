@@ -77,7 +77,7 @@ def test_run_code_attaches_and_closes_the_figures_it_leaves_open(ip: Any, tools:
         blind = call(tools, "run_code", code="plt.figure(figsize=(6.4, 4.8)); plt.plot([1, 2])")
         assert images_of(blind) == []
         assert re.search(
-            r"\[figure 1: \d+x\d+ PNG, not shown: this model has no image input\]", text_of(blind)
+            r"\[figure 1: \d+x\d+ PNG, not sent to the model: it has no image input\]", text_of(blind)
         )
         assert plt.get_fignums() == [kept.number]
     finally:
@@ -104,7 +104,7 @@ def test_read_cells_shows_displayed_images_and_rich_outputs(ip: Any, tools: Note
     tools.begin_run(model=_TextModel())
     blind = call(tools, "read_cells", last=3)
     assert images_of(blind) == []
-    assert "[image 1: 1x1 PNG, not shown: this model has no image input]" in text_of(blind)
+    assert "[image 1: 1x1 PNG, not sent to the model: it has no image input]" in text_of(blind)
 
 
 def test_read_cells_images_are_bounded(ip: Any, tools: NotebookTools) -> None:
@@ -115,8 +115,8 @@ def test_read_cells_images_are_bounded(ip: Any, tools: NotebookTools) -> None:
     result = call(tools, "read_cells", last=2)
     out = text_of(result)
     assert len(images_of(result)) == MAX_IMAGES
-    assert f"not shown: at most {MAX_IMAGES} images in one result" in out
-    assert "2.0 MB, not shown: over the 1 MB cap" in out
+    assert f"not sent to the model: at most {MAX_IMAGES} images in one result" in out
+    assert "2.0 MB, not sent to the model: over the 1 MB cap" in out
 
 
 def test_read_notebook_attaches_saved_images(
@@ -381,7 +381,8 @@ def test_run_code_details_carry_the_figure_for_a_text_only_model(ip: Any, tools:
     finally:
         tools.begin_run(model=_VisionModel())  # the shell's tools outlive this test
     assert images_of(result) == []  # the model sees the placeholder only, as before
-    assert re.search(r"\[figure 1: \d+x\d+ PNG, not shown: this model has no image input\]", text_of(result))
+    label = r"\[figure 1: \d+x\d+ PNG, not sent to the model: it has no image input\]"
+    assert re.search(label, text_of(result))
     table, figure = result.details["display"]
     assert figure["type"] == "image"
     assert base64.b64decode(figure["data"]).startswith(b"\x89PNG")

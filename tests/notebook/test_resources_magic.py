@@ -194,3 +194,38 @@ def test_status_counts_a_trusted_projects_retry_settings(ip: Any, project: dict[
     line(ip, "trust")
     status = line(ip, "status")
     assert "(2 attempts and the retry waits)" in status, status
+
+
+def test_what_the_model_received_is_in_the_output_and_pi_prompt_shows_the_system_prompt(
+    ip: Any, faux: FauxRegistration, project: dict[str, Path]
+) -> None:
+    line(ip, "trust")
+    ip.user_ns["sales_total"] = 1234
+    seen = Seen(faux)
+    announced = line(ip, "--name shown prompt")  # before the run: what the run will send
+    captured = pi(ip, "/review model.py", f"{MODEL} --name shown")
+    system, sent = seen.calls[0]
+    head, _, text = announced.partition(":\n")
+    assert text.rstrip("\n") == system  # exactly what the model got
+    assert "<project_context>" in head
+    assert "<available_skills>" in head
+    assert "Our data lives in the warehouse" in text
+    assert "<name>sales</name>" in text
+    # the card: the prompt as typed, then what the model received (expanded, the value attached)
+    plain = str(captured.outputs[0].data["text/plain"])
+    expected = "> /review model.py\n\n[what the model received]\n    Review model.py please.\n\nok"
+    assert plain.startswith(expected)
+    html = str(captured.outputs[0].data["text/html"])
+    assert "What the model received" in html
+    assert "Review model.py please." in html
+    assert sent == "Review model.py please."
+    attached = pi(ip, "look at $`sales_total`", f"{MODEL} --name shown")
+    plain = str(attached.outputs[0].data["text/plain"])
+    expected = "> look at $`sales_total`\n\n[what the model received]\n    look at `sales_total`"
+    assert plain.startswith(expected)
+    assert "    `sales_total` (value):" in plain
+    assert "1234" in plain
+    plain_prompt = pi(ip, "no template here", f"{MODEL} --name shown")
+    assert "[what the model received]" not in str(plain_prompt.outputs[0].data["text/plain"])
+    with pytest.raises(UsageError, match="takes no arguments"):
+        line(ip, "prompt extra")

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -319,14 +320,20 @@ def test_replay_shows_the_recorded_answers_without_calling_a_model(
     ip.run_line_magic("config", "PiMagics.replay = True")
     _, again1 = cell(ip, MODEL, "what variables do I have?")
     _, again2 = cell(ip, "", "and then?")
-    assert [plain(again1), plain(again2)] == recorded
+    # the same output, marked as replayed (with when it was recorded)
+    marked = re.compile(
+        r"Replayed \(--replay\): the answer recorded at \S+Z, not a new run; no model was called\.\n"
+    )
+    assert [marked.sub("", plain(again1)), marked.sub("", plain(again2))] == recorded
+    assert marked.search(plain(again1))
+    assert marked.search(plain(again2))
     assert "list_variables" in recorded[0]
     assert faux.state.call_count == calls
     assert [p.stat().st_size for p in files(sdir)] == size  # replay writes nothing
     assert ip.user_ns["_pi"].text == "Second answer."
     assert len(conversations.current().state.messages) == 6  # the conversation goes on from there
     _, rerun = cell(ip, MODEL, "what variables do I have?")  # re-running a cell finds it again
-    assert plain(rerun) == recorded[0]
+    assert marked.sub("", plain(rerun)) == recorded[0]
     with pytest.raises(
         UsageError, match="--replay: no recorded answer for this prompt with model faux:faux-1"
     ):

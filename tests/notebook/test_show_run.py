@@ -51,6 +51,10 @@ def test_show_renders_the_last_run_and_the_nth_from_the_last(
     assert "Second answer." in last["text/html"]
     assert "first question" not in last["text/plain"]
     assert 'class="pi-view pi-static' in last["text/html"]
+    # marked: it looks like the live run otherwise
+    marked = "Replayed (%pi show): the answer recorded at "
+    assert marked in last["text/plain"]
+    assert marked in last["text/html"]
     first = show(ip, "show 2")
     html = first["text/html"]
     assert "first question" in html

@@ -537,3 +537,16 @@ def test_a_call_sent_again_whole_keeps_its_card_and_another_call_under_its_id_ge
     cards = [item for item in state.items if isinstance(item, ToolCard)]
     assert [card.args for card in cards] == [first.arguments, other.arguments]
     assert state.tool_card("call_0") is cards[1]
+
+
+def test_what_the_model_received_is_kept_when_it_differs_from_the_prompt() -> None:
+    """The first user message is what the model got: a template's expansion, attached values."""
+    run = Run().start("Review model.py please.")
+    run.assistant(("text", "ok"))
+    run.end()
+    state = run_events(run, "/review model.py")
+    assert (state.prompt, state.sent) == ("/review model.py", "Review model.py please.")
+    same = run_events(Run().start("as typed").end(), "as typed")
+    assert same.sent == ""
+    unseen = run_events(Run().start("as sent").end())  # no prompt passed: the message is the prompt
+    assert (unseen.prompt, unseen.sent) == ("as sent", "")

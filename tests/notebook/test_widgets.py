@@ -53,6 +53,17 @@ def test_root_prompt_controls_and_placeholder() -> None:
     assert repr(view.widget) == "pi_notebook live view"
 
 
+def test_the_prompt_shows_what_the_model_received_once_the_message_is_sent() -> None:
+    view = LiveView("/review <b>x</b>")
+    assert "What the model received" not in view._prompt.value
+    for event in Run().start("Review <b>x</b> please.").events:
+        view.handle(event)
+    view.flush()
+    assert "What the model received" in view._prompt.value
+    assert "Review &lt;b&gt;x&lt;/b&gt; please." in view._prompt.value  # escaped, never raw HTML
+    assert "/review &lt;b&gt;x&lt;/b&gt;" in view._prompt.value
+
+
 def test_full_run_draws_markdown_thinking_cards_and_footer() -> None:
     clock = FakeClock()
     view = LiveView("Add 2 and 3, then read missing.txt", controls=Controls().controls(), clock=clock)

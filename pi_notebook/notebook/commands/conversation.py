@@ -9,6 +9,7 @@ the line. ``PiMagics.pi_line`` loads this module on the first ``%pi``.
 
 from __future__ import annotations
 
+import difflib
 import os
 from fnmatch import fnmatchcase
 from typing import Any
@@ -92,7 +93,9 @@ def run_command(state: NotebookState, line: str) -> None:
 
         if extension_command(state, name, command, rest):
             return
-        raise UsageError(f"unknown %pi subcommand {command!r}; try %pi help (or %pi extension list)")
+        close = difflib.get_close_matches(command, list(SUBCOMMANDS), n=1, cutoff=0.6)
+        hint = f"did you mean %pi {close[0]}? " if close else ""
+        raise UsageError(f"unknown %pi subcommand {command!r}; {hint}try %pi help (or %pi extension list)")
     handler(state, name, rest)
 
 

@@ -1,6 +1,7 @@
-"""``%pi resources``, ``%pi reload`` and ``%pi trust``: what Pi's context files, skills and
-templates of the notebook's folder load (and what is left out, and why), reading them again,
-and the folder's project trust in Pi's trust store (``notebook/resources.py``)."""
+"""``%pi resources``, ``%pi reload``, ``%pi trust`` and ``%pi prompt``: what Pi's context files,
+skills and templates of the notebook's folder load (and what is left out, and why), reading
+them again, the folder's project trust in Pi's trust store (``notebook/resources.py``), and the
+system prompt the next run sends with them in it."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from IPython.core.error import UsageError
 
 from ...runtime.resources.loader import Resources
 from ...runtime.resources.trust import TrustStoreError
+from ..config import DEFAULT_NAME
 from ..state import NotebookState
 
 __all__ = ["RESOURCE_SUBCOMMANDS", "describe"]
@@ -20,6 +22,8 @@ HELP = """\
   reload                  read them again now (they are re-read anyway when a file changes)
   trust [--parent | --revoke]   trust the notebook's folder (or its parent) in Pi's trust store, or
                           stop trusting it; project skills, templates and settings need it
+  prompt                  the system prompt the conversation's next run sends: its own, with the
+                          folder's <project_context> and <available_skills> blocks
 """
 
 
@@ -94,4 +98,32 @@ def _trust_cmd(state: NotebookState, name: str | None, rest: str) -> None:
     print(line)
 
 
-RESOURCE_SUBCOMMANDS = {"resources": _resources_cmd, "reload": _reload_cmd, "trust": _trust_cmd}
+def effective_system_prompt(state: NotebookState, name: str | None) -> str:
+    """The system prompt conversation ``name``'s next run sends: the conversation's own (``--system``,
+    ``c.PiMagics.system``) with the blocks of what the notebook's folder loads now, built by the
+    function the run itself uses (``Resources.system_prompt``)."""
+    try:
+        base = state.conversations.session(name).state.system_prompt
+    except ValueError as exc:  # a bad default model, as %pi status says it
+        raise UsageError(f"default model: {exc}") from None
+    return state.resources.current().system_prompt(base)
+
+
+def _prompt_cmd(state: NotebookState, name: str | None, rest: str) -> None:
+    if rest:
+        raise UsageError("%pi prompt takes no arguments; %pi --name NAME prompt shows another conversation's")
+    text = effective_system_prompt(state, name)
+    key = name or DEFAULT_NAME
+    blocks = [b for b in ("<project_context>", "<available_skills>") if b in text]
+    has = f", with {' and '.join(blocks)}" if blocks else ""
+    head = f"System prompt of conversation {key!r}'s next run ({len(text):,} characters{has})"
+    later = "; a cell's --system, and extensions' before_agent_start hooks, may still change it"
+    print(f"{head}{later}:\n{text}" if text else f"{head}: empty, the model gets no system prompt")
+
+
+RESOURCE_SUBCOMMANDS = {
+    "resources": _resources_cmd,
+    "reload": _reload_cmd,
+    "trust": _trust_cmd,
+    "prompt": _prompt_cmd,
+}

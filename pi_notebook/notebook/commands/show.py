@@ -20,7 +20,7 @@ from IPython.display import display as _untyped_display
 from ..config import DEFAULT_NAME
 from ..host.compat import get_kernel
 from ..run.reattach import was_attached
-from ..sessions.replay import Recording, play, recorded_runs
+from ..sessions.replay import Recording, play, recorded_runs, replayed_notice
 from ..state import NotebookState
 from ..view.reduce import set_elapsed
 from ..view.run_view import StaticView
@@ -89,7 +89,7 @@ def show_cmd(state: NotebookState, name: str | None, rest: str) -> None:
             f"{'s' if len(runs) != 1 else ''} in {where}; try %pi show {len(runs)}"
         )
     recording = runs[-count]
-    view = StaticView(recording.prompt)
+    view = StaticView(recording.prompt, [replayed_notice(recording, "%pi show")])
     run_coroutine(lambda: play(recording, view.handle))
     seconds = _elapsed(recording)
     if seconds is not None:

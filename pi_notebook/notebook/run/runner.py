@@ -55,7 +55,7 @@ from ..options import parse_options
 from ..result import PiResult, run_result
 from ..sessions.conversations import Conversation
 from ..sessions.files import RUN_ENTRY
-from ..sessions.replay import continue_after, play
+from ..sessions.replay import continue_after, play, replayed_notice
 from ..state import NotebookState, state_for
 from ..tools.changes import undo_lines
 from ..tools.declare import Dispatch, run_here
@@ -198,6 +198,7 @@ class PiRun:
             self.pages.running(self.loop, self.widget._repr_mimebundle_)
         recording = self.plan.replay
         if recording is not None:  # replay: the recorded answer, no model call
+            self.view.add_notice(replayed_notice(recording, "--replay"), "replayed")
             await play(recording, self.view.handle)
             self.replayed_from = continue_after(self.state.conversations, self.plan.name, recording)
             self.finished = True

@@ -51,6 +51,13 @@ class Recording:
     """The run entry's timestamp (ISO 8601): when the cell started."""
 
 
+def replayed_notice(recording: Recording, how: str) -> str:
+    """The line under a replayed run (``how``: ``%pi show``, ``--replay``): it looks like a
+    live run otherwise, and is not one."""
+    when = f" at {recording.started}" if recording.started else ""
+    return f"Replayed ({how}): the answer recorded{when}, not a new run; no model was called."
+
+
 def _run_data(entry: SessionEntry) -> dict[str, Any] | None:
     if isinstance(entry, CustomEntry) and entry.custom_type == RUN_ENTRY and isinstance(entry.data, dict):
         return entry.data
@@ -67,7 +74,8 @@ def _match(cursor: Cursor, start: int, prompts: set[str], model: str | None) -> 
             continue
         end = next((j for j in range(i + 1, len(path)) if _run_data(path[j]) is not None), len(path))
         cursor.index = end
-        return Recording(cursor.manager, path[i + 1 : end], str(data.get("model", "")))
+        model_id, prompt = str(data.get("model", "")), str(data.get("prompt", ""))
+        return Recording(cursor.manager, path[i + 1 : end], model_id, prompt, path[i].timestamp)
     return None
 
 

@@ -304,7 +304,12 @@ class NotebookTools(EditTools):
 
         source = self.shell.transform_cell(code)
         linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
-        body, last = _split_last_expression(ast.parse(source, filename))
+        try:
+            tree = ast.parse(source, filename)
+        except SyntaxError as exc:  # the caret line says where, as a cell's own error would
+            text = "".join(traceback.format_exception_only(exc)).rstrip()
+            raise SyntaxError(redact_known(text, self._secrets())) from None
+        body, last = _split_last_expression(tree)
         ns, global_ns = self.shell.user_ns, self.shell.user_global_ns
         value, error = None, None
         figures_before = open_figures()

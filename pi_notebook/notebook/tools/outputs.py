@@ -31,7 +31,10 @@ from .references import truncate
 
 MAX_IMAGES = 4
 MAX_IMAGE_BYTES = 1_000_000
-NO_IMAGE_INPUT = "not shown: this model has no image input"
+NOT_SENT = "not sent to the model"
+"""How a label starts for an image the model did not receive: the user sees the image on the
+card right below the label, so "not shown" would read as a lie (the model is who did not see it)."""
+NO_IMAGE_INPUT = f"{NOT_SENT}: it has no image input"
 _IMAGE_MIMES = ("image/png", "image/jpeg")
 _WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
 _PLOTLY_MIME = "application/vnd.plotly.v1+json"
@@ -92,9 +95,9 @@ class ImageBudget:
         if not self.sees_images:
             return f"[{what}, {NO_IMAGE_INPUT}]"
         if len(data) > self.max_bytes:
-            return f"[{what}, {len(data) / 1e6:.1f} MB, not shown: over the {self.max_bytes / 1e6:g} MB cap]"
+            return f"[{what}, {len(data) / 1e6:.1f} MB, {NOT_SENT}: over the {self.max_bytes / 1e6:g} MB cap]"
         if len(self.images) >= self.max_images:
-            return f"[{what}, not shown: at most {self.max_images} images in one result]"
+            return f"[{what}, {NOT_SENT}: at most {self.max_images} images in one result]"
         self.images.append(ImageContent(data=base64.b64encode(data).decode("ascii"), mime_type=mime))
         return f"[{what}, attached]"
 

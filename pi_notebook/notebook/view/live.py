@@ -168,7 +168,8 @@ class LiveView:
 
     def _build(self) -> None:
         models = self._models
-        self._prompt = models.html(render.prompt_html(self.state.prompt))
+        self._prompt = models.html(render.prompt_html(self.state.prompt, self.state.sent))
+        self._sent_drawn = self.state.sent
         self._transcript = models.vbox([], "pi-transcript")
         # Made with their first values: a value assigned after the model is open is a message.
         queued, error, notice, footer = self._chrome()
@@ -264,6 +265,9 @@ class LiveView:
                 drawn[i] = item.rev
         if grew:
             self._transcript.children = tuple(part.widget for part in parts)
+        if state.sent != self._sent_drawn:  # the first user message came: what the model got
+            self._sent_drawn = state.sent
+            set_value(self._prompt, render.prompt_html(state.prompt, state.sent))
         queued, error, notice, footer = self._chrome()
         set_value(self._queued, queued)
         set_value(self._error, error)

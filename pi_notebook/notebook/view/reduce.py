@@ -337,10 +337,13 @@ def _end_user(state: ViewState, message: Any) -> None:
     text = content_to_text(getattr(message, "content", ""))
     if not state._prompt_seen:
         # The run's first user message is the prompt (Pi emits it before any assistant
-        # message); the text the runtime passed, if any, stays what is shown.
+        # message); the text the runtime passed, if any, stays what is shown, and what the
+        # model received, where it differs (a template expanded, values attached), beside it.
         state._prompt_seen = True
         if not state.prompt:
             state.prompt = text
+        elif text.strip() != state.prompt.strip():
+            state.sent = text
         state.rev += 1
         return
     origin: UserOrigin = "injected"

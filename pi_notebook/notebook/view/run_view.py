@@ -7,10 +7,11 @@ without widgets (headless runs, ``--text``, no kernel, the non-awaited fallback)
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Sequence
 from typing import Any, Protocol
 
-from .reduce import ViewState, add_notice, mark_approval, reduce
+from .reduce import ViewState, add_notice, mark_approval, reduce, set_elapsed
 from .render import static_bundle
 
 
@@ -41,10 +42,13 @@ class RunView(Protocol):
 
 
 class StaticView:
-    """The view without widgets: reduce events, draw once at the end."""
+    """The view without widgets: reduce events, draw once at the end. ``close`` sets the
+    footer's elapsed time from the view's creation (a replay, which never closes the view,
+    sets its own from the recording)."""
 
     def __init__(self, prompt: str, notices: Sequence[str] = ()) -> None:
         self.state = ViewState(prompt=prompt)
+        self._started = time.monotonic()
         for line in notices:
             add_notice(self.state, line)
 
@@ -65,7 +69,7 @@ class StaticView:
         add_notice(self.state, text, key)
 
     def close(self) -> None:
-        return None
+        set_elapsed(self.state, time.monotonic() - self._started)
 
     def static_bundle(self) -> dict[str, str]:
         return static_bundle(self.state)

@@ -178,6 +178,10 @@ class RetryNote:
 @dataclass(eq=False)
 class ViewState:
     prompt: str = ""
+    sent: str = ""
+    """What the model received as the run's first message, when it differs from ``prompt`` as
+    typed: a ``/template``'s expansion, the values `` $`...` `` references attached (empty when
+    the prompt went as typed)."""
     items: list[Item] = field(default_factory=list)
     footer: Footer = field(default_factory=Footer)
     stop_reason: str | None = None

@@ -378,19 +378,38 @@ def footer_html(footer: Footer, activity: str = "") -> str:
     return _div("pi-footer", breakable(footer_text(footer, activity)))
 
 
-def prompt_html(prompt: str) -> str:
+SENT_OPEN_CHARS = 800
+SENT_OPEN_LINES = 16
+
+
+def sent_html(sent: str) -> str:
+    """What the model received in place of the typed prompt (``ViewState.sent``) under a summary
+    that says so: open when short, folded when longer than ``SENT_OPEN_CHARS`` characters or
+    ``SENT_OPEN_LINES`` lines (a template's expansion and attached values can be long)."""
+    if not sent:
+        return ""
+    lines = sent.count("\n") + 1
+    size = f"{len(sent):,} characters, {lines:,} line{'s' if lines != 1 else ''}"
+    summary = f'<summary class="pi-sent-fold" style="{_FOLD_STYLE}">What the model received ({size})'
+    opened = " open" if len(sent) <= SENT_OPEN_CHARS and lines <= SENT_OPEN_LINES else ""
+    body = pre_html(sent, "pi-sent-text")
+    return f'<details class="pi-sent"{opened} style="font-weight:normal">{summary}</summary>{body}</details>'
+
+
+def prompt_html(prompt: str, sent: str = "") -> str:
     """The prompt echoed; a long one folded (``fold_prompt``) into a ``<details>`` that opens
-    on a click, live and frozen, so a 50 KB prompt takes a few lines and loses nothing."""
+    on a click, live and frozen, so a 50 KB prompt takes a few lines and loses nothing. ``sent``:
+    what the model received instead, folded below it (``sent_html``)."""
     if not prompt:
         return ""
     head, rest = fold_prompt(prompt)
     if not rest:
-        return _div("pi-prompt", "› " + breakable(prompt))
+        return _div("pi-prompt", "› " + breakable(prompt) + sent_html(sent))
     more = f"{len(rest):,} more characters, {rest.count(chr(10)):,} more lines"
     summary = f'<summary class="pi-prompt-fold" style="{_FOLD_STYLE}">Show the whole prompt ({more})'
     summary += "</summary>"
     folded = f'<details class="pi-prompt-more">{summary}{breakable(rest.removeprefix(chr(10)))}</details>'
-    return _div("pi-prompt", "› " + breakable(head) + folded)
+    return _div("pi-prompt", "› " + breakable(head) + folded + sent_html(sent))
 
 
 def user_html(item: UserItem) -> str:
@@ -404,7 +423,7 @@ def line_html(cls: str, text: str) -> str:
 
 def render_html(state: ViewState) -> str:
     """Self-contained static HTML of the run (inline styles, no scripts, all text escaped)."""
-    parts: list[str] = [prompt_html(state.prompt)]
+    parts: list[str] = [prompt_html(state.prompt, state.sent)]
     for item in state.items:
         if isinstance(item, TextBlock):
             if item.text.strip():

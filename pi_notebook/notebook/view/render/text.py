@@ -305,6 +305,8 @@ def render_text(state: ViewState, max_block: int | None = None) -> str:
     answer is not saved twice in the notebook); ``None`` keeps them whole."""
     prompt = _bounded(state.prompt, max_block)
     blocks: list[str] = [_indent(prompt, "> ")] if state.prompt else []
+    if state.sent:
+        blocks.append("[what the model received]\n" + _indent(_bounded(state.sent, max_block)))
     for item in state.items:
         if isinstance(item, TextBlock):
             if item.text.strip():
