@@ -19,9 +19,10 @@ from typing import Any, TypeVar
 from IPython.core.error import UsageError
 
 from ...agent import Agent
+from ...agent.agent import has_model
 from ...session import CompactionError, SessionError
 from ..config import DEFAULT_NAME, MODEL_ENV
-from ..sessions.sessions import NotebookSessions, user_turns
+from ..sessions.sessions import NotebookSessions, recorded_model_note, user_turns
 from ..state import NotebookState
 from ..tools.references import single_line, truncate
 from ..view.notices import compaction_text
@@ -111,10 +112,14 @@ def resume_cmd(state: NotebookState, name: str | None, rest: str) -> None:
     except (LookupError, SessionError) as exc:
         raise UsageError(str(exc)) from None
     model = agent.state.model
+    shown = f"model {model.provider}:{model.id}" if has_model(agent) else "no model"
     print(
         f"conversation {key!r} resumed from {os.path.basename(path)}: {count} messages, "
-        f"model {model.provider}:{model.id}. The model will be told the kernel restarted."
+        f"{shown}. The model will be told the kernel restarted."
     )
+    note = recorded_model_note(sessions.tracked[key].manager, agent)
+    if note:
+        print(note)
 
 
 def session_line(sessions: NotebookSessions, name: str) -> str:

@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ...agent import Agent
-from ...ai.models import get_model
+from ...ai.models import recorded_model
 from ...ai.types import Model
 from ...runtime import AgentSession, AgentSessionSettings
 from ...runtime.resources.loader import ResourceLoader
@@ -345,7 +345,8 @@ class NotebookSessions(StateObserver):
         except LookupError:
             return "Nothing recorded to resume for this notebook: a new conversation starts."
         count = self.resume_into(name, agent, path)
-        return f"Resumed {os.path.basename(path)} ({count} messages)."
+        note = recorded_model_note(self.tracked[name].manager, agent)
+        return f"Resumed {os.path.basename(path)} ({count} messages)." + (f" {note}" if note else "")
 
     def adopt(self, name: str, agent: Agent, manager: SessionManager, *, restarted: bool = False) -> None:
         """Make ``manager`` (moved to another leaf or file) the conversation's session;
@@ -368,11 +369,28 @@ def _spec(model: Model) -> str:
 
 
 def resolve_recorded(provider: str, model_id: str) -> Model | None:
-    """The recorded model when this kernel knows it (else the conversation keeps its own)."""
+    """The recorded model when this kernel can reach it: catalogue, models file, extension
+    providers, local servers by id (else the conversation keeps its own)."""
     try:
-        return get_model(provider, model_id)
+        return recorded_model(provider, model_id)
     except Exception:
         return None
+
+
+def recorded_model_note(manager: SessionManager, agent: Agent) -> str | None:
+    """After a resume: the one line saying the session's recorded model could not be restored
+    and which ``--model`` to pass (``None`` when the agent runs the recorded model)."""
+    recorded = manager.build_session_context().model
+    if recorded is None:
+        return None
+    current = agent.state.model
+    if (current.provider, current.id) == (recorded.provider, recorded.model_id):
+        return None
+    try:
+        recorded_model(recorded.provider, recorded.model_id)
+    except Exception as exc:
+        return str(exc)
+    return None
 
 
 def _has_custom(manager: SessionManager, custom_type: str) -> bool:
