@@ -205,10 +205,14 @@ class PiRun:
         tools = self.state.tools
         headless = self.plan.mode.headless.headless
         tools.begin_run(
-            dispatch, self._interrupt_from_tool, model=self.agent.state.model, headless=headless,
+            dispatch,
+            self._interrupt_from_tool,
+            model=self.agent.state.model,
+            headless=headless,
             comms=self._hears_comms(),
         )
-        own = [t for t in self.agent.state.tools if not is_notebook_tool(t)]
+        # --tools none: no tool at all, the conversation's own tools included
+        own = [] if options.no_tools else [t for t in self.agent.state.tools if not is_notebook_tool(t)]
         mcp = self.mcp_tools if self.mcp_tools is not None else await self.state.mcp_tools()
         mcp = [] if options.no_tools else mcp
         every = own + tools.build(options.tools) + mcp
