@@ -296,8 +296,8 @@ class AgentSession:
         kind = event.type
         if kind == "message_update":  # per token: straight to whoever asked for it
             self._emit(event)
-            if self._budgets.meter is not None:  # the usage reported so far counts at once
-                self._budgets.streamed(event.message.usage)  # type: ignore[union-attr]
+            # the usage reported so far, or the estimate of what streamed, counts at once
+            self._budgets.streamed(event.message.usage, event.assistant_message_event)  # type: ignore[union-attr]
             return
         if kind == "message_start" and event.message.role == "user":  # type: ignore[union-attr]
             self._compactor.overflow_recovery_attempted = False
@@ -306,11 +306,13 @@ class AgentSession:
             will_retry = self._retry.will_retry(event.messages, self.agent.state.model)  # type: ignore[union-attr]
             self._emit(SessionAgentEndEvent(event.messages, will_retry))  # type: ignore[union-attr]
             return
+        if kind == "message_end" and event.message.role == "assistant":  # type: ignore[union-attr]
+            self._budgets.complete(event.message)  # type: ignore[union-attr]
         self._emit(event)
         if kind == "message_end":
             self._message_ended(event.message)  # type: ignore[union-attr]
         elif kind == "message_start" and event.message.role == "assistant":  # type: ignore[union-attr]
-            self._budgets.streamed(event.message.usage)  # type: ignore[union-attr]
+            self._budgets.started(event.message.usage)  # type: ignore[union-attr]
 
     def _message_ended(self, message: Any) -> None:
         self._recorder.record_message(message)
@@ -411,7 +413,7 @@ class AgentSession:
         return self._resources.expand(text)
 
     async def _run_agent(self, messages: Any, run: AgentRunOptions | None) -> None:
-        run = self._ext.run_options(run)
+        run = self._budgets.with_estimate(self._ext.run_options(run))
         self._run_active = True
         self._run = run
         self._idle_event().clear()

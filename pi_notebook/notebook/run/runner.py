@@ -205,10 +205,7 @@ class PiRun:
         tools = self.state.tools
         headless = self.plan.mode.headless.headless
         tools.begin_run(
-            dispatch,
-            self._interrupt_from_tool,
-            model=self.agent.state.model,
-            headless=headless,
+            dispatch, self._interrupt_from_tool, model=self.agent.state.model, headless=headless,
             comms=self._hears_comms(),
         )
         # --tools none: no tool at all, the conversation's own tools included

@@ -180,7 +180,9 @@ class ResourceLoader:
         if trust.problem:
             problems.append(Diagnostic("error", trust.problem, os.path.join(self.agent_dir, TRUST_FILE)))
         context = (
-            load_context_files(self.cwd, self.agent_dir, problems, touched) if self.context_files else []
+            load_context_files(self.cwd, self.agent_dir, problems, touched)
+            if self.context_files
+            else []
         )
         skills, skill_problems = load_skills(self._skill_files(trusted, problems, touched))
         templates, template_problems = load_templates(self._template_files(trusted, problems, touched))

@@ -39,13 +39,7 @@ __all__ = [
 TRUST_FILE = "trust.json"
 CONFIG_DIR = ".pi"
 TRUST_REQUIRING = (
-    "settings.json",
-    "extensions",
-    "skills",
-    "prompts",
-    "themes",
-    "SYSTEM.md",
-    "APPEND_SYSTEM.md",
+    "settings.json", "extensions", "skills", "prompts", "themes", "SYSTEM.md", "APPEND_SYSTEM.md"
 )
 Default = Literal["ask", "always", "never"]
 
