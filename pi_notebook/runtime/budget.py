@@ -118,6 +118,8 @@ class Spend:
     cost: float = 0.0
     answers: int = 0
     """Assistant messages counted (each one model request)."""
+    estimated: int = 0
+    """Of those, the answers whose usage the session completed with its estimate."""
 
     @property
     def tokens(self) -> int:
@@ -130,6 +132,7 @@ class Spend:
         self.cache_write += usage.cache_write
         self.cost += usage.cost.total
         self.answers += 1
+        self.estimated += bool(usage.estimated)
 
     def copy(self) -> Spend:
         return replace(self)

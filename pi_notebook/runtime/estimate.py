@@ -25,7 +25,8 @@ _DELTAS = frozenset({"text_delta", "thinking_delta", "toolcall_delta"})
 _LONG = 2_000
 """A string this long without a space is taken for encoded data (an image, a file)."""
 _NOT_SENT = frozenset({"connect", "http"})
-"""Failures where the server did not take the request: no input was processed."""
+"""Failures where the server did not take the request (unless an answer streamed: a connection
+dropped mid-answer is a ``connect`` failure too): no input was processed."""
 
 
 def payload_tokens(payload: Any) -> int:
@@ -94,7 +95,8 @@ class StreamEstimate:
         it did (the usage then says ``estimated``)."""
         usage = message.usage
         failure = message.failure
-        sent = 0 if failure is not None and failure.kind in _NOT_SENT else self.sent
+        refused = failure is not None and failure.kind in _NOT_SENT and not self.chars  # none streamed
+        sent = 0 if refused else self.sent
         add_in = sent if usage.input + usage.cache_read + usage.cache_write == 0 else 0
         add_out = self.output if usage.output == 0 else 0
         self.sent = 0  # a retry sends again, and is counted again
