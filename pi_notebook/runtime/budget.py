@@ -36,7 +36,7 @@ from ..agent.tools import resolve
 from ..agent.types import TurnContext
 from ..ai.abort import AbortError
 from ..ai.types import Model, Usage
-from .estimate import StreamEstimate
+from .estimate import DELTAS, StreamEstimate
 
 __all__ = [
     "Budget",
@@ -322,11 +322,19 @@ class SessionBudgets:
         """An answer in progress streamed ``inner`` and reported ``usage`` so far: a budget the
         reported or estimated spend reaches stops the run now, on a delta or a block's start
         (the end of a block, or the usage of a finished answer, leaves the answer whole)."""
-        self.estimate.streamed(inner)
+        kind, estimate = inner.type, self.estimate
+        if kind in DELTAS:
+            estimate.chars += len(inner.delta)
         meter = self.meter
-        if meter is not None:
-            kind = inner.type
-            self._streamed(meter, usage, stop=kind.endswith(("_delta", "_start")) or kind == "start")
+        if meter is None:
+            return
+        # the per-token path: a bound of the tokens and dollars in flight, two comparisons
+        tokens = (usage.input + usage.cache_read + usage.cache_write or estimate.sent) + (
+            usage.output or (estimate.chars + 3) // 4
+        )
+        if tokens < meter._tokens_at and usage.cost.total + estimate.rate * tokens < meter._cost_at:
+            return
+        self._streamed(meter, usage, stop=kind.endswith(("_delta", "_start")) or kind == "start")
 
     def _streamed(self, meter: BudgetMeter, usage: Usage, *, stop: bool) -> None:
         tokens, cost, estimated = self.estimate.tokens(usage)

@@ -19,9 +19,9 @@ from typing import Any
 from ..ai.simple_options import CHARS_PER_TOKEN, ESTIMATED_IMAGE_CHARS
 from ..ai.types import AssistantMessage, Model, Usage
 
-__all__ = ["StreamEstimate", "payload_tokens"]
+__all__ = ["DELTAS", "StreamEstimate", "payload_tokens"]
 
-_DELTAS = frozenset({"text_delta", "thinking_delta", "toolcall_delta"})
+DELTAS = frozenset({"text_delta", "thinking_delta", "toolcall_delta"})
 _LONG = 2_000
 """A string this long without a space is taken for encoded data (an image, a file)."""
 _NOT_SENT = frozenset({"connect", "http"})
@@ -52,16 +52,20 @@ class StreamEstimate:
     it is sent), ``chars`` of answer streamed since the answer started, and the model's prices
     to price them with."""
 
-    __slots__ = ("chars", "model", "sent")
+    __slots__ = ("chars", "model", "rate", "sent")
 
     def __init__(self) -> None:
         self.sent = 0
         self.chars = 0
         self.model: Model | None = None
+        self.rate = 0.0
+        """The model's dearest price per token (input or output): a bound of what an
+        estimated token costs."""
 
     def request(self, payload: Any, model: Model) -> int:
         """A request is being sent: its estimated tokens (also returned)."""
         self.sent, self.model = payload_tokens(payload), model
+        self.rate = max(model.cost.input, model.cost.output) / 1e6
         return self.sent
 
     def answer_started(self) -> None:
@@ -69,7 +73,7 @@ class StreamEstimate:
 
     def streamed(self, inner: Any) -> None:
         """One streamed event of the answer (``message_update``'s assistant event)."""
-        if inner.type in _DELTAS:
+        if inner.type in DELTAS:
             self.chars += len(inner.delta)
 
     @property
