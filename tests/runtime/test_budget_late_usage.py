@@ -6,6 +6,7 @@ counts what was sent and streamed, marked estimated."""
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 from loopback import LoopbackServer
@@ -89,3 +90,30 @@ async def test_a_finished_answer_whose_late_usage_passes_the_budget_is_not_abort
     assert session.budget_reason == "stopped: the run reached its budget of 300 tokens (7,266 used)"
     assert len(loopback.requests) == 1  # the follow-up does not run
     assert session.agent.has_queued_messages()
+
+
+async def test_a_stopped_answer_counts_what_was_sent_and_streamed(
+    loopback: LoopbackServer, tmp_path: Path
+) -> None:
+    loopback.queue_sse(late_usage_answer(200))
+    session = make(openai_model(loopback), tmp_path)
+    updates: list[object] = []
+    session.subscribe(updates.append, {"message_update"})
+    running = asyncio.create_task(session.prompt("tell me a long story"))
+    for _ in range(500):  # bounded: 5 s at most
+        if len(updates) >= 10:
+            break
+        await asyncio.sleep(0.01)
+    await session.abort()  # Stop
+    await asyncio.wait_for(running, 10)
+    answer = session.messages[-1]
+    assert answer.stop_reason == "aborted"
+    streamed = len(answer.content[0].text)
+    assert streamed > 0
+    assert answer.usage.estimated is True
+    assert (answer.usage.input, answer.usage.output) == (
+        payload_tokens(loopback.requests[0].json),
+        streamed // 4,
+    )
+    assert session.spent.tokens == answer.usage.input + answer.usage.output
+    assert session.spent.estimated == 1
