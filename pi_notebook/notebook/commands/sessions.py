@@ -106,6 +106,7 @@ def resume_cmd(state: NotebookState, name: str | None, rest: str) -> None:
     sessions = state.sessions
     key = name or DEFAULT_NAME
     agent = _agent(state, name)
+    run_coroutine(state.extensions.discover)  # a provider they register may be the recorded model's
     try:
         path = sessions.find(key, rest.strip())
         count = sessions.resume_into(key, agent, path)
