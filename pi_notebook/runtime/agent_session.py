@@ -336,6 +336,7 @@ class AgentSession:
         streaming_behavior: StreamingBehavior | None = None,
         run: AgentRunOptions | None = None,
         budget: Budget | None = None,
+        skills: bool = True,
     ) -> None:
         """Send a prompt and run until the session settles (retries and compactions included).
 
@@ -344,10 +345,11 @@ class AgentSession:
         may be a ready ``UserMessage`` (several text blocks, images). ``run``: settings for this
         run only, its retried and continued calls included. ``budget``: what this run may spend
         (with the conversation's ``budget``); reaching it stops the run as ``abort`` does and
-        sets ``budget_reason``. A dollar budget on a model without prices is a ``ValueError``,
-        a conversation whose budget is spent a ``RuntimeError``. With extensions, ``/name
-        args`` runs their command ``name`` instead, and their ``input`` handlers see the text
-        first; then ``/skill:name`` and ``/template`` expand as Pi expands them."""
+        sets ``budget_reason``. ``skills`` false: no skill ``read`` tool, no skills listed. A
+        dollar budget on a model without prices is a ``ValueError``, a conversation whose
+        budget is spent a ``RuntimeError``. With extensions, ``/name args`` runs their command
+        ``name`` instead, and their ``input`` handlers see the text first; then ``/skill:name``
+        and ``/template`` expand as Pi expands them."""
         prepared = await self._ext.prepare(text, list(images or ()), streaming_behavior)
         if prepared is None:
             return
@@ -369,7 +371,7 @@ class AgentSession:
             finally:
                 self._run = None
         message = text if isinstance(text, UserMessage) else user_message(text, images)
-        run = self._resources.run_options(run, self.agent.state)
+        run = self._resources.run_options(run, self.agent.state, skills=skills)
         messages, run = await self._ext.before_agent_start(message, run)
         await self._run_agent(messages, self._budgets.start(budget, run))
 

@@ -212,8 +212,7 @@ class PiRun:
             dispatch, self._interrupt_from_tool, model=self.agent.state.model, headless=headless,
             comms=self._hears_comms(),
         )
-        # --tools none: no tool at all, the conversation's own tools included
-        own = [] if options.no_tools else [t for t in self.agent.state.tools if not is_notebook_tool(t)]
+        own = [t for t in self.agent.state.tools if not is_notebook_tool(t)]
         mcp = self.mcp_tools if self.mcp_tools is not None else await self.state.mcp_tools()
         mcp = [] if options.no_tools else mcp
         every = own + tools.build(options.tools) + mcp
@@ -235,7 +234,9 @@ class PiRun:
                 return
             await probe_local_server(self.agent)
             with extensions.using_ui(self._extension_ui()):
-                await self.session.prompt(self.plan.message, run=run, budget=self.plan.budget)
+                await self.session.prompt(  # --tools none: not the skills' read tool either
+                    self.plan.message, run=run, budget=self.plan.budget, skills=not options.no_tools
+                )
                 await self._offer_unparsed(gate, run)
         except asyncio.CancelledError:
             self.interrupted = True

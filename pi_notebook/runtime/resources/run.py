@@ -18,20 +18,21 @@ def run_with_resources(
     run: AgentRunOptions | None,
     agent_tools: Sequence[AgentTool],
     agent_prompt: str,
-    skill_tool: Callable[[], AgentTool],
+    skill_tool: Callable[[], AgentTool] | None,
 ) -> AgentRunOptions:
     """``run`` (or the agent's own tools and prompt) with the resources' system prompt, and
     ``skill_tool()`` added when skills are loaded and no tool of the run is called ``read``.
 
-    A run given an empty tool list (``run.tools == []``: the notebook's ``--tools none``) gets
-    no tool at all: no skill ``read`` tool either, and so no list of skills it could not open.
+    ``skill_tool`` ``None``: the run gets no skill ``read`` tool (the notebook's ``--tools
+    none``), and so no list of skills it could not open.
     """
     run = run if run is not None else AgentRunOptions()
-    no_tools = run.tools is not None and len(run.tools) == 0
     tools = list(run.tools if run.tools is not None else agent_tools)
-    if resources.skills and not no_tools and not any(t.name == SKILL_TOOL_NAME for t in tools):
+    has_read = any(t.name == SKILL_TOOL_NAME for t in tools)
+    if resources.skills and skill_tool is not None and not has_read:
         tools.append(skill_tool())
+        has_read = True
     base = run.system_prompt if run.system_prompt is not None else agent_prompt
-    # with skills there is a tool called read now (unless the run has none), so Pi's list applies
-    prompt = resources.system_prompt(base, has_read=not no_tools)
+    # the skills are listed where a tool called read can open them, as Pi lists them
+    prompt = resources.system_prompt(base, has_read=has_read)
     return replace(run, tools=tools, system_prompt=prompt)
