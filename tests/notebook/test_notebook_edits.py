@@ -165,3 +165,14 @@ def test_only_a_cell_that_is_pi_undo_alone_is_awaited() -> None:
     assert is_undo_cell(["# take it back\n", "\n", "  %pi undo  \n"])
     assert not is_undo_cell(["%pi undo\n", "x = 1\n"])
     assert not is_undo_cell(["%pi status\n"])
+
+
+def test_the_insert_card_draws_each_cell_as_code() -> None:
+    cells = {"cells": [{"source": "def f():\n    return '<b>'"}, {"source": "# T", "cell_type": "markdown"}]}
+    drawn = progress_html(insert_preview("insert_cells", cells, "c0"))
+    assert drawn.count('<pre class="pi-pre pi-cell-source"') == 2
+    head = "Apply inserts 2 cells after this %%pi cell; Reject leaves the notebook as it is."
+    assert f"<div>{head}</div>" in drawn
+    assert "<div>[1] code cell:</div>" in drawn
+    assert "def f():\n    return &#x27;&lt;b&gt;&#x27;</pre>" in drawn  # escaped, indentation kept
+    assert "<div>[2] markdown cell:</div>" in drawn
