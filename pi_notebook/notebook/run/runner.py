@@ -80,6 +80,7 @@ __all__ = ["PiRun", "prepare_run", "run_pi", "run_pi_sync"]
 
 _display: Callable[..., Any] = _untyped_display
 
+
 def offer_unparsed(name: str) -> str:
     """The card's line for a call the server could not finish parsing, in its buttons' words."""
     yes, no = approval_labels(name)
@@ -87,6 +88,8 @@ def offer_unparsed(name: str) -> str:
         "not executed: the server could not parse the model's output after this call. "
         f"{yes} runs it (the model then gets its result), {no} leaves it."
     )
+
+
 RETRIED_IN_PLACE = "The failed attempt of this prompt was replaced by this run (the prompt is sent once)."
 
 RUN_EVENTS = frozenset({"agent_start", "message_end", "compaction_end", "auto_retry_end", "budget_reached"})
