@@ -342,6 +342,33 @@ def resolve_model(spec: str) -> Model:
     raise _not_found(provider, model_id)
 
 
+def recorded_model(provider: str, model_id: str) -> Model:
+    """The model a session file records as ``provider`` / ``model_id``, in a new process.
+
+    Everything :func:`resolve_model` reaches counts: models registered at run time (an
+    extension's ``register_provider`` included), the ``PI_NOTEBOOK_MODELS`` file, the built-in
+    catalogue, and a local server by its provider id (``llama.cpp``, ``ollama``, ``vllm``,
+    ``lmstudio``: no registration needed, the server's ``*_BASE_URL`` or usual port). Raises
+    :class:`ModelNotFoundError` whose one-line message says which ``--model`` to pass.
+    """
+    provider = PROVIDER_ALIASES.get(provider.lower(), provider)
+    spec = f"{provider}:{model_id}"
+    try:
+        return resolve_model(spec)
+    except (KeyError, ValueError):
+        pass
+    if not model_id:
+        why, fix = "it has no model id", "--model provider:model-id"
+    elif provider in get_providers():
+        why, fix = f"{provider} has no model {model_id!r} here", f"--model {provider}:<one of its models>"
+    else:
+        why = f"no provider {provider!r} is registered (a models file or an extension registers it)"
+        fix = f"--model {spec} once its provider is registered, or another --model provider:model-id"
+    raise ModelNotFoundError(
+        f"The recorded model {spec} is unknown in this kernel ({why}): pass {fix}.", provider, model_id
+    )
+
+
 def _resolve_bare(model_id: str) -> Model:
     if not model_id:
         raise ValueError("Model spec must look like provider:model-id, got ''")

@@ -127,6 +127,9 @@ class Usage(PiModel):
     reasoning: int | None = None
     total_tokens: int = 0
     cost: Cost = Field(default_factory=Cost)
+    estimated: bool | None = None
+    """Not Pi's: ``True`` when the session completed this usage with its estimate, the server
+    having said nothing (an answer stopped or failed mid-stream, a server reporting none)."""
 
 
 # --- messages -------------------------------------------------------------------------

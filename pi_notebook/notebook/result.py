@@ -79,6 +79,8 @@ def sum_usage(messages: list[Any]) -> Usage:
         total.cache_read += u.cache_read
         total.cache_write += u.cache_write
         total.total_tokens += u.total_tokens
+        if u.estimated:  # one answer completed by the session's estimate makes the sum one
+            total.estimated = True
         for name in ("input", "output", "cache_read", "cache_write", "total"):
             setattr(total.cost, name, getattr(total.cost, name) + getattr(u.cost, name))
     return total

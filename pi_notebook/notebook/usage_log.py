@@ -36,6 +36,8 @@ class RunUsage:
     """Cache reads plus cache writes (input the provider cached or read from its cache)."""
     cost: float
     budget_reason: str | None
+    estimated: bool = False
+    """Some of the tokens are the session's estimate (the server did not say)."""
 
     @property
     def tokens(self) -> int:
@@ -66,6 +68,7 @@ class UsageLog(StateObserver):
                 cached=usage.cache_read + usage.cache_write,
                 cost=usage.cost.total,
                 budget_reason=result.budget_reason,
+                estimated=bool(usage.estimated),
             )
         )
         del self.runs[:-MAX_RUNS]

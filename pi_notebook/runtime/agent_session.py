@@ -303,8 +303,8 @@ class AgentSession(SessionControl):
         kind = event.type
         if kind == "message_update":  # per token: straight to whoever asked for it
             self._emit(event)
-            if self._budgets.meter is not None:  # the usage reported so far counts at once
-                self._budgets.streamed(event.message.usage)  # type: ignore[union-attr]
+            # the usage reported so far, or the estimate of what streamed, counts at once
+            self._budgets.streamed(event.message.usage, event.assistant_message_event)  # type: ignore[union-attr]
             return
         if kind == "message_start" and event.message.role == "user":  # type: ignore[union-attr]
             self._compactor.overflow_recovery_attempted = False
@@ -313,11 +313,13 @@ class AgentSession(SessionControl):
             will_retry = self._retry.will_retry(event.messages, self._agent_state.model)  # type: ignore[union-attr]
             self._emit(SessionAgentEndEvent(event.messages, will_retry))  # type: ignore[union-attr]
             return
+        if kind == "message_end" and event.message.role == "assistant":  # type: ignore[union-attr]
+            self._budgets.complete(event.message)  # type: ignore[union-attr]
         self._emit(event)
         if kind == "message_end":
             self._message_ended(event.message)  # type: ignore[union-attr]
         elif kind == "message_start" and event.message.role == "assistant":  # type: ignore[union-attr]
-            self._budgets.streamed(event.message.usage)  # type: ignore[union-attr]
+            self._budgets.started(event.message.usage)  # type: ignore[union-attr]
 
     def _message_ended(self, message: Any) -> None:
         self._recorder.record_message(message)
@@ -341,6 +343,7 @@ class AgentSession(SessionControl):
         streaming_behavior: StreamingBehavior | None = None,
         run: AgentRunOptions | None = None,
         budget: Budget | None = None,
+        skills: bool = True,
     ) -> None:
         """Send a prompt and run until the session settles (retries and compactions included).
 
@@ -349,10 +352,11 @@ class AgentSession(SessionControl):
         may be a ready ``UserMessage`` (several text blocks, images). ``run``: settings for this
         run only, its retried and continued calls included. ``budget``: what this run may spend
         (with the conversation's ``budget``); reaching it stops the run as ``abort`` does and
-        sets ``budget_reason``. A dollar budget on a model without prices is a ``ValueError``,
-        a conversation whose budget is spent a ``RuntimeError``. With extensions, ``/name
-        args`` runs their command ``name`` instead, and their ``input`` handlers see the text
-        first; then ``/skill:name`` and ``/template`` expand as Pi expands them."""
+        sets ``budget_reason``. ``skills`` false: no skill ``read`` tool, no skills listed. A
+        dollar budget on a model without prices is a ``ValueError``, a conversation whose
+        budget is spent a ``RuntimeError``. With extensions, ``/name args`` runs their command
+        ``name`` instead, and their ``input`` handlers see the text first; then ``/skill:name``
+        and ``/template`` expand as Pi expands them."""
         self._write_notices.flush()  # a session file problem nobody was told of yet
         prepared = await self._ext.prepare(text, list(images or ()), streaming_behavior)
         if prepared is None:
@@ -375,7 +379,7 @@ class AgentSession(SessionControl):
             finally:
                 self._run = None
         message = text if isinstance(text, UserMessage) else user_message(text, images)
-        run = self._resources.run_options(run, self._agent_state)
+        run = self._resources.run_options(run, self._agent_state, skills=skills)
         messages, run = await self._ext.before_agent_start(message, run)
         await self._run_agent(messages, self._budgets.start(budget, run))
 
@@ -411,7 +415,7 @@ class AgentSession(SessionControl):
         return self._resources.expand(text)
 
     async def _run_agent(self, messages: Any, run: AgentRunOptions | None) -> None:
-        run = self._ext.run_options(run)
+        run = self._budgets.with_estimate(self._ext.run_options(run))
         self._run_active = True
         self._run = run
         self._idle_event().clear()

@@ -15,6 +15,13 @@ output when it ends; OpenAI-compatible servers that report usage in every chunk:
 the faux provider: its estimate from the first event), and each finished answer its final
 usage. ``BudgetMeter.reached`` is asked on every such report; the session stops the run the
 first time it says so (see ``AgentSession``).
+
+Servers that report usage late (an OpenAI-compatible server's last chunk) or never are held by
+the session's estimate (``estimate.py``): before each request is sent its body is estimated,
+and a request that alone would reach a budget is not sent; while the answer streams, its
+output is counted as it arrives, and the run stops mid-stream once the estimate reaches the
+budget. Only a streamed delta or start stops the run there: the end of a block or the usage of
+a finished answer never turns that answer into an aborted one.
 """
 
 from __future__ import annotations
@@ -27,7 +34,9 @@ from typing import Any
 from ..agent import AgentRunOptions
 from ..agent.tools import resolve
 from ..agent.types import TurnContext
+from ..ai.abort import AbortError
 from ..ai.types import Model, Usage
+from .estimate import DELTAS, StreamEstimate
 
 __all__ = [
     "Budget",
@@ -109,6 +118,8 @@ class Spend:
     cost: float = 0.0
     answers: int = 0
     """Assistant messages counted (each one model request)."""
+    estimated: int = 0
+    """Of those, the answers whose usage the session completed with its estimate."""
 
     @property
     def tokens(self) -> int:
@@ -121,6 +132,7 @@ class Spend:
         self.cache_write += usage.cache_write
         self.cost += usage.cost.total
         self.answers += 1
+        self.estimated += bool(usage.estimated)
 
     def copy(self) -> Spend:
         return replace(self)
@@ -185,12 +197,42 @@ class BudgetMeter:
             tokens, cost = u.input + u.output + u.cache_read + u.cache_write, u.cost.total
             if tokens < self._tokens_at and cost < self._cost_at:
                 return None
+        return self.reached_with(tokens, cost, estimated=False)
+
+    def reached_with(self, tokens: int, cost: float, *, estimated: bool) -> str | None:
+        """``reached`` for an answer in flight of ``tokens`` and ``cost`` (``estimated``: the
+        session's estimate counted, and the reason says so)."""
+        if self.reason is not None or (tokens < self._tokens_at and cost < self._cost_at):
+            return None
         tokens, cost = tokens + self.spent.tokens, cost + self.spent.cost
         before = self.before
         phrase = _reached("run", self.run, tokens, cost) or _reached(
             "conversation", self.conversation, before.tokens + tokens, before.cost + cost
         )
+        if phrase is not None and estimated:
+            phrase = phrase[:-1] + ", estimated: the server had not said yet)"
         self.reason = None if phrase is None else f"stopped: {phrase}"
+        return self.reason
+
+    def refuse(self, sent: int, cost: float) -> str | None:
+        """Before a request of ``sent`` estimated tokens (``cost`` dollars) goes out: the reason
+        not to send it, when it would reach a budget by itself (it would be spent before the
+        stream could be cut)."""
+        if self.reason is not None or (sent < self._tokens_at and cost < self._cost_at):
+            return None
+        tokens, dollars = self.spent.tokens + sent, self.spent.cost + cost
+        phrase = _reached("run", self.run, tokens, dollars) or _reached(
+            "conversation", self.conversation, self.before.tokens + tokens, self.before.cost + dollars
+        )
+        if phrase is None:
+            return None
+        which = "the first request" if self.spent.answers == 0 else "the next request"
+        scope, rest = phrase.split(" reached its ", 1)  # "the run", "budget of 300 tokens (...)"
+        self.reason = (
+            f"stopped before sending: {which} is about {sent:,} tokens (estimated: prompt, tools "
+            f"and conversation), which would reach {scope}'s {rest.rsplit(' (', 1)[0]}; raise the "
+            "budget or send less"
+        )
         return self.reason
 
     def with_stop(self, run: AgentRunOptions | None) -> AgentRunOptions:
@@ -214,13 +256,15 @@ class SessionBudgets:
     and the reason the last run stopped for (``reason``). ``emit`` reports a reached budget,
     ``stop`` aborts the agent's run."""
 
-    __slots__ = ("_emit", "_stop", "budget", "meter", "reason", "spent")
+    __slots__ = ("_emit", "_stop", "budget", "estimate", "meter", "reason", "spent")
 
     def __init__(self, emit: Callable[[str], None], stop: Callable[[], None]) -> None:
         self.budget: Budget | None = None
         self.spent = Spend()
         self.meter: BudgetMeter | None = None
         self.reason: str | None = None
+        self.estimate = StreamEstimate()
+        """The request in flight and its answer, estimated (``estimate.py``)."""
         self._emit, self._stop = emit, stop
 
     def check(self, run: Budget | None, model: Model) -> None:
@@ -247,21 +291,76 @@ class SessionBudgets:
         """The run in progress reached a budget: nothing continues it (no retry, no follow-up)."""
         return self.meter is not None and self.meter.reason is not None
 
-    def streamed(self, usage: Usage) -> None:
-        """An answer in progress reported ``usage``: a budget it reaches stops the run now."""
+    def with_estimate(self, run: AgentRunOptions | None) -> AgentRunOptions:
+        """``run`` whose ``on_payload`` (after the run's own) estimates each request as it is
+        sent, and does not send one that alone would reach a budget (the run stops instead)."""
+        run = run or AgentRunOptions()
+        own = run.on_payload
+
+        async def on_payload(payload: dict[str, Any], model: Model) -> dict[str, Any] | None:
+            replaced = await resolve(own(payload, model)) if own is not None else None
+            sent = self.estimate.request(payload if replaced is None else replaced, model)
+            meter = self.meter
+            if meter is not None:
+                cost = sent * model.cost.input / 1e6
+                if (reason := meter.refuse(sent, cost)) is not None:
+                    self.estimate.sent = 0  # not sent: nothing to count
+                    self._report(reason, stop=True)
+                    raise AbortError(reason)
+            return replaced
+
+        return replace(run, on_payload=on_payload)
+
+    def started(self, usage: Usage) -> None:
+        """An answer started (with what its server reported at once, e.g. Anthropic's input)."""
+        self.estimate.answer_started()
         meter = self.meter
-        if meter is not None and (reason := meter.reached(usage)) is not None:
-            self._report(reason, stop=True)
+        if meter is not None:
+            self._streamed(meter, usage, stop=True)
+
+    def streamed(self, usage: Usage, inner: Any) -> None:
+        """An answer in progress streamed ``inner`` and reported ``usage`` so far: a budget the
+        reported or estimated spend reaches stops the run now, on a delta or a block's start
+        (the end of a block, or the usage of a finished answer, leaves the answer whole)."""
+        kind, estimate = inner.type, self.estimate
+        if kind in DELTAS:
+            estimate.chars += len(inner.delta)
+        meter = self.meter
+        if meter is None:
+            return
+        # the per-token path: a bound of the tokens and dollars in flight, two comparisons
+        tokens = (usage.input + usage.cache_read + usage.cache_write or estimate.sent) + (
+            usage.output or (estimate.chars + 3) // 4
+        )
+        if tokens < meter._tokens_at and usage.cost.total + estimate.rate * tokens < meter._cost_at:
+            return
+        self._streamed(meter, usage, stop=kind.endswith(("_delta", "_start")) or kind == "start")
+
+    def _streamed(self, meter: BudgetMeter, usage: Usage, *, stop: bool) -> None:
+        tokens, cost, estimated = self.estimate.tokens(usage)
+        if (reason := meter.reached_with(tokens, cost, estimated=estimated)) is not None:
+            self._report(reason, stop=stop)
+
+    def complete(self, message: Any) -> None:
+        """Before an ended answer is told to anyone: its usage completed by the estimate where
+        the server said nothing (``StreamEstimate.fill``)."""
+        self.estimate.fill(message)
 
     def ended(self, message: Any) -> None:
-        """An answer ended: its usage is spent. A budget it reaches stops the run at once when
-        tools would run next (they get "Operation aborted" results, as after Stop); a plain
-        answer keeps its ending, and the turn's end stops the run (``with_stop``)."""
+        """An answer ended: its usage (completed by the estimate where the server said
+        nothing) is spent. A budget it reaches stops the run at once when tools would run next
+        (they get "Operation aborted" results, as after Stop); a plain answer keeps its ending,
+        and the turn's end stops the run (``with_stop``)."""
         self.spent.add(message.usage)
         meter = self.meter
         if meter is not None:
             meter.add(message.usage)
-            self._report(meter.reached(), stop=message.stop_reason == "toolUse")
+            tools_next = message.stop_reason == "toolUse"
+            reason = meter.reached()
+            if reason is not None:
+                self._report(reason, stop=tools_next)
+            elif meter.reason is not None and tools_next:  # reached at the answer's last event
+                self._stop()
 
     def _report(self, reason: str | None, *, stop: bool) -> None:
         if reason is None:

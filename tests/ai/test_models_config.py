@@ -339,3 +339,47 @@ async def test_entry_point_takes_the_key_from_options_env(monkeypatch: pytest.Mo
         assert seen == ["k-options"]  # the provider was never called without a key
     finally:
         unregister_api_providers("test-models")
+
+
+# --- recorded models (a session file's model, in a new process) ------------------------------
+
+
+@pytest.mark.parametrize("provider", ["llama.cpp", "ollama", "vllm", "lmstudio", "llamacpp", "lm-studio"])
+def test_recorded_model_reaches_each_local_server_by_id(
+    provider: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(catalogue, "_auto_local", {})
+    model = catalogue.recorded_model(provider, "local")
+    canonical = catalogue.PROVIDER_ALIASES.get(provider, provider)
+    assert (model.provider, model.id, model.api) == (canonical, "local", "openai-completions")
+    assert model.base_url == catalogue.local_base_url(canonical)
+
+
+def test_recorded_model_from_the_models_file_and_from_a_registered_provider(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    entry = {
+        "id": "m1",
+        "api": "openai-completions",
+        "provider": "myfile",
+        "baseUrl": "http://127.0.0.1:9/v1",
+    }
+    _user_file(tmp_path, monkeypatch, {"models": [entry]})
+    assert catalogue.recorded_model("myfile", "m1").base_url == "http://127.0.0.1:9/v1"
+    register_models([{**entry, "provider": "fromext", "id": "e1"}])  # what register_provider does
+    assert catalogue.recorded_model("fromext", "e1").provider == "fromext"
+
+
+def test_recorded_model_out_of_reach_says_which_model_option_to_pass() -> None:
+    with pytest.raises(ModelNotFoundError) as caught:
+        catalogue.recorded_model("myserver", "mine")
+    message = str(caught.value)
+    assert "\n" not in message
+    assert message.startswith(
+        "The recorded model myserver:mine is unknown in this kernel (no provider 'myserver'"
+    )
+    assert "pass --model myserver:mine once its provider is registered" in message
+    with pytest.raises(
+        ModelNotFoundError, match=r"openai has no model 'gone-1' here\): pass --model openai:<one"
+    ):
+        catalogue.recorded_model("openai", "gone-1")

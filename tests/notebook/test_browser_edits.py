@@ -1,12 +1,12 @@
 """The agent edits the live notebook, in JupyterLab and in Notebook 7 (Debian's Chromium).
 
 A scripted run (the faux provider's tool calls) reads the notebook with an edit the user has
-not saved, inserts two cells, proposes two edits (the test Applies one and Rejects the other),
-runs the edited cell on approval, deletes a cell (asked although the run is not ``ask`` for
-the others), and tries to edit a cell the user changed while the run waited: refused, the
-user's text kept. After saving, the file holds exactly the accepted changes; undo (the button
-under the run in JupyterLab, ``%pi undo`` in Notebook 7) then restores everything the run
-changed, and the saved file says so again.
+not saved, inserts two cells (the card shows the cells Apply inserts), proposes two edits (the
+test Applies one and Rejects the other), runs the edited cell on approval, deletes a cell
+(asked although the run is not ``ask`` for the others), and tries to edit a cell the user
+changed while the run waited: refused, the user's text kept. After saving, the file holds
+exactly the accepted changes; undo (the button under the run in JupyterLab, ``%pi undo`` in
+Notebook 7) then restores everything the run changed, and the saved file says so again.
 
 Needs the ``pi-notebook-bridge`` labextension built by ``scripts/setup.sh``; without it the
 test fails (the frontend would not answer and every edit tool would fall back).
@@ -173,8 +173,16 @@ def _drive(page: Any, cells: Any, saved: Path, app: str, name: str) -> None:
     page.keyboard.press("Shift+Enter")
     view = run.locator(".pi-view")
 
-    expect(_card(view, "insert_cells")).to_be_visible(timeout=60_000)
-    view.get_by_role("button", name="Approve").click()  # the run's policy is ask
+    insert = _card(view, "insert_cells")
+    expect(insert).to_be_visible(timeout=60_000)
+    # the card shows what Apply inserts, in its buttons' words (the run's policy is ask)
+    expect(insert).to_contain_text("Apply inserts 2 cells after this %%pi cell", timeout=30_000)
+    expect(insert).to_contain_text("## Added by the agent")
+    expect(insert).to_contain_text("total = 6 * 7")
+    expect(view.get_by_role("button", name="Approve")).to_have_count(0)
+    page.screenshot(path=str(SHOTS / f"edits-{app}-0-insert.png"), full_page=True)
+    insert.get_by_role("button", name="Apply").click()
+    expect(view.locator(".pi-diff")).to_contain_text("+y = 10 / 5", timeout=30_000)
     apply = view.get_by_role("button", name="Apply")
     expect(apply).to_be_visible(timeout=30_000)
     expect(_card(view, "read_notebook")).to_contain_text("x = 1  # unsaved")

@@ -202,6 +202,40 @@ def test_a_tool_call_llama_server_cannot_parse_says_what_to_try(
     assert "pass --tools none" in shown
 
 
+def test_tools_none_sends_no_tool_even_with_skills_so_the_advice_works(
+    ip: Any,
+    server: LoopbackServer,
+    local_server: Callable[[str], None],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    agent_dir = tmp_path / "agent"
+    skill = agent_dir / "skills" / "plot" / "SKILL.md"
+    skill.parent.mkdir(parents=True)
+    skill.write_text("---\ndescription: How we plot\n---\nUse plt.\n", encoding="utf-8")
+    monkeypatch.setenv("PI_CODING_AGENT_DIR", str(agent_dir))
+    run(ip, "%pi reload")  # the folder's resources read again: the user skill loads
+    local_server(server.url)
+    server.queue(json_reply(404, {}))
+    unparsed = "The model produced output that does not match the expected peg-native format"
+    server.queue_sse([sse({"error": {"code": 500, "message": unparsed, "type": "server_error"}})])
+    _, captured = pi(ip, "--model llama.cpp:tiny", "hello?")
+    assert "pass --tools none" in plain(captured)
+    tools = [t["function"]["name"] for t in server.requests[-1].json["tools"]]
+    assert "read" in tools  # the skill's read tool joins a run with tools
+    assert "<available_skills>" in server.requests[-1].json["messages"][0]["content"]
+    server.queue(json_reply(404, {}))  # a run after a failure asks the server's window again
+    server.queue_sse(chat_reply("hello there"))
+    _, captured = pi(ip, "--model llama.cpp:tiny --tools none", "hello?")  # as the advice says
+    assert "hello there" in plain(captured)
+    body = server.requests[-1].json
+    assert "tools" not in body  # no tool at all: the skill's read tool neither
+    assert "<available_skills>" not in body["messages"][0]["content"]  # nor skills it could not open
+    monkeypatch.delenv("PI_CODING_AGENT_DIR")
+    monkeypatch.undo()
+    run(ip, "%pi reload")  # the next tests' runs get no skill from here
+
+
 OPENAI = "openai:gpt-4o-mini"
 GEMINI = "google:gemini-2.5-flash"
 

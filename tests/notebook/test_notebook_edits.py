@@ -14,8 +14,10 @@ from pi_notebook.agent.types import AgentContext, BeforeToolCallContext
 from pi_notebook.ai.types import AssistantMessage, ToolCall
 from pi_notebook.notebook.load import is_undo_cell
 from pi_notebook.notebook.run.approval import USER_REJECTED, ApprovalGate
+from pi_notebook.notebook.run.runner import offer_unparsed
 from pi_notebook.notebook.tools.changes import Change, RunChanges
-from pi_notebook.notebook.tools.edits import PreviewRefused, replaced, unified
+from pi_notebook.notebook.tools.edits import EditTools, PreviewRefused, replaced, unified
+from pi_notebook.notebook.tools.previews import approval_labels, insert_preview
 from pi_notebook.notebook.view.render.static_html import progress_html
 
 
@@ -30,6 +32,48 @@ def test_replaced_takes_a_whole_source_or_one_quoted_part() -> None:
         replaced("x", "y", "x", "y")
     with pytest.raises(ValueError, match="give the new source"):
         replaced("x", None, "x", None)
+    with pytest.raises(ValueError, match="old and new are the same text, so the edit changes nothing"):
+        replaced("x = 1", None, "x = 1", "x = 1")
+    with pytest.raises(ValueError, match="the new source is the cell's source as you read it"):
+        replaced("x = 1", "x = 1", None, None)
+
+
+def test_edit_and_insert_cards_say_what_apply_does_in_their_buttons_words() -> None:
+    assert approval_labels("edit_cell") == ("Apply", "Reject")
+    assert approval_labels("insert_cells") == approval_labels("insert_cell") == ("Apply", "Reject")
+    assert approval_labels("run_code") == ("Approve", "Deny")
+    cells = {"cells": [{"source": "a = 1"}, {"source": "# T", "cell_type": "markdown"}], "after": "c9"}
+    assert insert_preview("insert_cells", cells, "c0") == (
+        "Apply inserts 2 cells after cell c9; Reject leaves the notebook as it is.\n"
+        "[1] code cell:\na = 1\n[2] markdown cell:\n# T"
+    )
+    assert insert_preview("insert_cells", {"cells": [{"source": ""}]}, None).startswith(
+        "Apply inserts 1 cell at the end;"
+    )
+    assert insert_preview("insert_cell", {"code": "b = 2"}, None) == (
+        "Apply inserts 1 cell below this %%pi cell; Reject leaves the notebook as it is.\n"
+        "[1] code cell:\nb = 2"
+    )
+    assert "Apply runs it (the model then gets its result), Reject leaves it." in offer_unparsed("edit_cell")
+    assert "Approve runs it (the model then gets its result), Deny leaves it." in offer_unparsed("run_code")
+
+
+def test_an_edit_preview_refuses_what_cannot_change_anything() -> None:
+    tools = EditTools()
+    tools.known["c1"] = "x = 1"
+    with pytest.raises(PreviewRefused, match=r"^Not done: old and new are the same text"):
+        asyncio.run(tools.preview("edit_cell", {"cell_id": "c1", "old": "x = 1", "new": "x = 1"}))
+    with pytest.raises(PreviewRefused, match=r"^Not done: old does not occur"):
+        asyncio.run(tools.preview("edit_cell", {"cell_id": "c1", "old": "zzz", "new": "y"}))
+    with pytest.raises(PreviewRefused, match=r"^Not done: give either source, or old and new, not both\."):
+        asyncio.run(tools.preview("edit_cell", {"cell_id": "c9", "source": "y", "old": "x", "new": "y"}))
+    shown = asyncio.run(tools.preview("edit_cell", {"cell_id": "c1", "old": "1", "new": "2"}))
+    assert shown is not None
+    assert shown.startswith("Apply this change?\n--- cell c1\n")
+    assert "-x = 1\n+x = 2" in shown  # a diff, even where no live notebook is (said below it)
+    assert shown.endswith("(no live notebook here: Apply gives the change to the model, to show you how)")
+    unread = asyncio.run(tools.preview("edit_cell", {"cell_id": "c7", "source": "z = 3"}))
+    assert unread == "Apply replaces the source of cell c7 with:\nz = 3"
 
 
 def test_the_card_draws_an_edit_as_a_coloured_diff() -> None:
@@ -121,3 +165,14 @@ def test_only_a_cell_that_is_pi_undo_alone_is_awaited() -> None:
     assert is_undo_cell(["# take it back\n", "\n", "  %pi undo  \n"])
     assert not is_undo_cell(["%pi undo\n", "x = 1\n"])
     assert not is_undo_cell(["%pi status\n"])
+
+
+def test_the_insert_card_draws_each_cell_as_code() -> None:
+    cells = {"cells": [{"source": "def f():\n    return '<b>'"}, {"source": "# T", "cell_type": "markdown"}]}
+    drawn = progress_html(insert_preview("insert_cells", cells, "c0"))
+    assert drawn.count('<pre class="pi-pre pi-cell-source"') == 2
+    head = "Apply inserts 2 cells after this %%pi cell; Reject leaves the notebook as it is."
+    assert f"<div>{head}</div>" in drawn
+    assert "<div>[1] code cell:</div>" in drawn
+    assert "def f():\n    return &#x27;&lt;b&gt;&#x27;</pre>" in drawn  # escaped, indentation kept
+    assert "<div>[2] markdown cell:</div>" in drawn

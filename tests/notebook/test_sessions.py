@@ -449,3 +449,40 @@ def test_branch_with_a_summary_of_the_branch_left_behind(ip: Any, faux: FauxRegi
     [path] = files(sdir)
     [summary] = [r for r in rows(path) if r["type"] == "branch_summary"]
     assert summary["summary"].endswith("We tried the second idea.")
+
+
+def test_resume_restores_a_model_of_a_provider_an_extension_registers(
+    ip: Any, sdir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The provider exists again only once the kernel's extensions load (here the trusted
+    project's): ``%pi resume`` loads them before it looks the recorded model up."""
+    # the backend labels its answers with the provider they are recorded under, as a real one does
+    backend = register_faux_provider(api="acme-backend", provider="acme")
+    backend.set_responses(["first", "second"])
+    project = tmp_path / "project"
+    (project / ".pi" / "extensions").mkdir(parents=True)
+    (project / ".pi" / "extensions" / "acme.py").write_text(
+        "from pi_notebook.ai.registry import get_api_provider\n"
+        "MODELS = [{'id': 'acme-1', 'context_window': 8000}]\n"
+        "def setup(pi):\n"
+        "    stream = get_api_provider('acme-backend').stream_simple\n"
+        "    pi.register_provider('acme', {'api': 'acme-api', 'stream_simple': stream, 'models': MODELS})\n"
+    )
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("PI_CODING_AGENT_DIR", str(tmp_path / "agent"))
+    monkeypatch.chdir(project)  # no notebook file: the folder is the working directory
+    extensions = state_for(ip).extensions
+    extensions.reset()
+    try:
+        assert "is trusted" in line(ip, "trust")
+        cell(ip, "--model acme:acme-1", "hello")
+        restart(ip)
+        extensions.reset()  # a new kernel: no extension loaded, no provider 'acme'
+        out = line(ip, "resume")
+        assert "2 messages, model acme:acme-1." in out
+        assert "unknown" not in out
+        cell(ip, "", "again")  # no --model: the recorded one, served by the extension
+        assert ip.user_ns["_pi"].text == "second"
+    finally:
+        extensions.reset()
+        backend.unregister()

@@ -13,6 +13,7 @@ import subprocess
 import sys
 import threading
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -238,6 +239,37 @@ async def test_the_model_reads_a_skill_through_the_session(
     await session.prompt("use the good skill")
     assert seen == ["---\nname: good\ndescription: Does a thing.\n---\nBody of good.\n"]
     assert session.agent.state.system_prompt == "Base."  # the blocks are the run's, not the agent's
+
+
+@pytest.mark.asyncio
+async def test_a_run_without_skills_gets_no_read_tool_and_no_skill_list(
+    faux: FauxRegistration, tree: dict[str, Path]
+) -> None:
+    """``prompt(..., skills=False)`` (the notebook's ``--tools none``): the run's own tools only,
+    and no ``<available_skills>`` the model could not open."""
+    seen: list[tuple[list[str], str]] = []
+
+    def reply(context: Any, *rest: object) -> Any:
+        seen.append(([t.name for t in context.tools or ()], context.system_prompt))
+        return faux_assistant_message("ok")
+
+    faux.set_responses([reply, reply])
+    loader = ResourceLoader(str(tree["cwd"]), agent_dir=str(tree["agent"]), home=str(tree["home"]))
+    session = AgentSession.create(
+        cwd=str(tree["cwd"]),
+        model=faux.get_model(),
+        system_prompt="Base.",
+        session_manager=SessionManager.in_memory(str(tree["cwd"])),
+        resources=loader,
+    )
+    await session.prompt("with skills")
+    await session.prompt("without", skills=False)
+    (tools_with, prompt_with), (tools_without, prompt_without) = seen
+    assert tools_with == ["read"]
+    assert "<available_skills>" in prompt_with
+    assert tools_without == []
+    assert "<available_skills>" not in prompt_without
+    assert prompt_without.startswith("Base.")
 
 
 def test_queued_messages_are_expanded_once(faux: FauxRegistration, tree: dict[str, Path]) -> None:

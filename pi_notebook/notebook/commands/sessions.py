@@ -18,10 +18,11 @@ from typing import Any, TypeVar
 
 from IPython.core.error import UsageError
 
+from ...agent.agent import has_model
 from ...runtime import AgentSession
 from ...session import CompactionError, SessionError
 from ..config import DEFAULT_NAME, MODEL_ENV
-from ..sessions.files import SessionFiles, user_turns
+from ..sessions.files import SessionFiles, recorded_model_note, user_turns
 from ..state import NotebookState
 from ..tools.references import single_line, truncate
 from ..view.notices import compaction_text
@@ -105,19 +106,22 @@ def sessions_cmd(state: NotebookState, name: str | None, rest: str) -> None:
 def resume_cmd(state: NotebookState, name: str | None, rest: str) -> None:
     key = name or DEFAULT_NAME
     session = _idle(state, name)
+    run_coroutine(state.extensions.discover)  # a provider they register may be the recorded model's
     try:
         path = state.sessions.find(key, rest.strip(), session.session_file)
         count = state.conversations.resume(key, path)
     except (LookupError, SessionError) as exc:
         raise UsageError(str(exc)) from None
     model = session.state.model
+    shown = f"model {model.provider}:{model.id}" if has_model(session.agent) else "no model"
     print(
         f"conversation {key!r} resumed from {os.path.basename(path)}: {count} messages, "
-        f"model {model.provider}:{model.id}. The model will be told the kernel restarted."
+        f"{shown}. The model will be told the kernel restarted."
     )
-    problem = state.conversations.session(key).session_manager.problem_line()
-    if problem:  # what the load skipped or repaired, one line
-        print(problem)
+    resumed = state.conversations.session(key)
+    for line in (resumed.session_manager.problem_line(), recorded_model_note(resumed)):
+        if line:  # what the load skipped or repaired; a recorded model this kernel cannot reach
+            print(line)
 
 
 def session_line(sessions: SessionFiles, session: AgentSession) -> str:

@@ -14,6 +14,7 @@ priced with the model's catalogue prices (a model without prices shows $0.00).
 
 from __future__ import annotations
 
+import re
 import warnings
 from collections.abc import Sequence
 
@@ -31,12 +32,20 @@ __all__ = ["usage_command"]
 _RIGHT = frozenset({"run", "cell", "input", "output", "cached", "tokens", "cost", "answers"})
 
 
+_ESTIMATED = re.compile(r"(^|\s)~\d", re.MULTILINE)
+"""A token count marked estimated in the tables."""
+
+
 def usage_command(state: NotebookState, name: str | None, rest: str) -> None:
     """Print the three tables (only conversation ``name``'s rows with ``--name``)."""
     if rest:
         raise UsageError(f"usage takes no arguments (%pi --name NAME usage: one conversation), not {rest!r}")
     blocks = [_runs(state, name), _conversations(state, name), _files(state, name)]
-    print("\n\n".join(blocks))
+    text = "\n\n".join(blocks)
+    if _ESTIMATED.search(text):
+        text += "\n\n~ estimated: a stopped or failed answer, or a server that reported no usage, counts"
+        text += " the tokens sent and streamed as the session estimated them"
+    print(text)
 
 
 def _runs(state: NotebookState, name: str | None) -> str:
@@ -52,7 +61,7 @@ def _runs(state: NotebookState, name: str | None) -> str:
             f"{r.input:,}",
             f"{r.output:,}",
             f"{r.cached:,}",
-            f"{r.tokens:,}",
+            f"~{r.tokens:,}" if r.estimated else f"{r.tokens:,}",
             format_usd(r.cost),
             r.budget_reason or "",
         ]
@@ -113,7 +122,7 @@ def _spend_cells(spend: Spend) -> list[str]:
         f"{spend.input:,}",
         f"{spend.output:,}",
         f"{cached:,}",
-        f"{spend.tokens:,}",
+        f"~{spend.tokens:,}" if spend.estimated else f"{spend.tokens:,}",
         format_usd(spend.cost),
     ]
 

@@ -60,6 +60,7 @@ from ..state import NotebookState, state_for
 from ..tools.changes import undo_lines
 from ..tools.declare import Dispatch, run_here
 from ..tools.notebook_tools import is_notebook_tool, select_mcp_tools
+from ..tools.previews import approval_labels
 from ..view.notices import rerun_turn
 from ..view.reduce import explain
 from ..view.render import render_text
@@ -80,10 +81,16 @@ __all__ = ["PiRun", "prepare_run", "run_pi", "run_pi_sync"]
 
 _display: Callable[..., Any] = _untyped_display
 
-OFFER_UNPARSED = (
-    "not executed: the server could not parse the model's output after this call. "
-    "Approve runs it (the model then gets its result), Deny leaves it."
-)
+
+def offer_unparsed(name: str) -> str:
+    """The card's line for a call the server could not finish parsing, in its buttons' words."""
+    yes, no = approval_labels(name)
+    return (
+        "not executed: the server could not parse the model's output after this call. "
+        f"{yes} runs it (the model then gets its result), {no} leaves it."
+    )
+
+
 RETRIED_IN_PLACE = "The failed attempt of this prompt was replaced by this run (the prompt is sent once)."
 
 RUN_EVENTS = frozenset({"agent_start", "message_end", "compaction_end", "auto_retry_end", "budget_reached"})
@@ -233,7 +240,9 @@ class PiRun:
                 return
             await probe_local_server(self.session)
             with extensions.using_ui(self._extension_ui()):
-                await self.session.prompt(self.plan.message, run=run, budget=self.plan.budget)
+                await self.session.prompt(  # --tools none: not the skills' read tool either
+                    self.plan.message, run=run, budget=self.plan.budget, skills=not options.no_tools
+                )
                 await self._offer_unparsed(gate, run)
         except asyncio.CancelledError:
             self.interrupted = True
@@ -255,7 +264,7 @@ class PiRun:
             return
         chosen = []
         for call in calls:
-            self._note_approval(call.id, OFFER_UNPARSED)
+            self._note_approval(call.id, offer_unparsed(call.name))
             if await self.view.request_approval(call.id):
                 chosen.append(call)
             self._note_approval(call.id, "")

@@ -155,8 +155,12 @@ class Conversations:
         except LookupError:
             return "Nothing recorded to resume for this notebook: a new conversation starts."
         count = self.resume(found.name, path)
-        problem = found.session.session_manager.problem_line()  # what the load skipped or repaired
-        return f"Resumed {os.path.basename(path)} ({count} messages)." + (f" {problem}" if problem else "")
+        from .files import recorded_model_note
+
+        # what the load skipped or repaired; a recorded model this kernel cannot reach
+        problem = found.session.session_manager.problem_line()
+        notes = [n for n in (problem, recorded_model_note(found.session)) if n]
+        return " ".join([f"Resumed {os.path.basename(path)} ({count} messages).", *notes])
 
     def adopt(self, name: str | None, manager: SessionManager, *, restarted: bool) -> int:
         """Make ``manager`` (another file, or moved to another leaf) the conversation's session;

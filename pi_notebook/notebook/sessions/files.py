@@ -33,9 +33,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from ...ai.models import get_model
+from ...ai.models import recorded_model
 from ...ai.types import Model
-from ...runtime import AgentSessionSettings
+from ...runtime import AgentSession, AgentSessionSettings
 from ...runtime.resources.loader import ResourceLoader
 from ...session import (
     CustomEntry,
@@ -213,11 +213,28 @@ class SessionFiles:
 
 
 def resolve_recorded(provider: str, model_id: str) -> Model | None:
-    """The recorded model when this kernel knows it (else the conversation keeps its own)."""
+    """The recorded model when this kernel can reach it: catalogue, models file, extension
+    providers, local servers by id (else the conversation keeps its own)."""
     try:
-        return get_model(provider, model_id)
+        return recorded_model(provider, model_id)
     except Exception:
         return None
+
+
+def recorded_model_note(session: AgentSession) -> str | None:
+    """After a resume: the one line saying the session's recorded model could not be restored
+    and which ``--model`` to pass (``None`` when the session runs the recorded model)."""
+    recorded = session.session_manager.build_session_context().model
+    if recorded is None:
+        return None
+    current = session.state.model
+    if (current.provider, current.id) == (recorded.provider, recorded.model_id):
+        return None
+    try:
+        recorded_model(recorded.provider, recorded.model_id)
+    except Exception as exc:
+        return str(exc)
+    return None
 
 
 def has_custom(manager: SessionManager, custom_type: str) -> bool:

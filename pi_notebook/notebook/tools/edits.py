@@ -29,6 +29,7 @@ from .cells import format_saved_cell
 from .changes import Change, RunChanges
 from .declare import notebook_tool
 from .outputs import ImageBudget
+from .previews import EditRefused, check_edit, edit_text, insert_preview
 from .references import truncate
 
 NO_COMMS = (
@@ -267,11 +268,46 @@ class EditTools:
 
     # what the approval card shows ------------------------------------------------------------
 
+    async def _edit_preview(self, args: dict[str, Any]) -> str:
+        """What Apply does to the cell (its diff, or the replacement where the agent has not
+        read the cell); refuses arguments that cannot make a change, and a cell that changed."""
+        cell_id = str(args.get("cell_id"))
+        source, old, new = args.get("source"), args.get("old"), args.get("new")
+        before = self.known.get(cell_id)
+        try:
+            check_edit(source, old, new)
+            after = edit_text(before, source, old, new) if before is not None else None
+        except EditRefused as exc:
+            raise PreviewRefused(f"Not done: {exc}.") from None
+        changed = await _changed_since_read(self, cell_id)
+        if changed and before is not None:
+            raise PreviewRefused(
+                f"Not done: cell {cell_id} changed (or was deleted) since you read it; the user's "
+                "version is kept. Call read_notebook and work on the current source."
+            )
+        if before is None or after is None:
+            if changed is not None:  # a live notebook: the tool would refuse a cell it never read
+                raise PreviewRefused(
+                    f"Not done: cell {cell_id!r} is not one you have read: call read_notebook first."
+                )
+            if source is not None:
+                return f"Apply replaces the source of cell {cell_id} with:\n{truncate(source, DIFF_CHARS)}"
+            return f"Apply replaces, in cell {cell_id}:\n{old}\nwith:\n{new}"
+        diff = "Apply this change?\n" + unified(before, after, cell_id)
+        if changed is None:
+            diff += "\n(no live notebook here: Apply gives the change to the model, to show you how)"
+        return diff
+
     async def preview(self, name: str, args: dict[str, Any]) -> str | None:
         """The text the card shows while the gate asks about a call of ``name`` (``None``:
-        the arguments say it all); ``PreviewRefused`` when the call's cell changed since the
-        agent read it."""
-        if name not in ("edit_cell", "delete_cells", "run_cell"):
+        the arguments say it all): what Apply inserts, an edit's diff; ``PreviewRefused`` when
+        the call's cell changed since the agent read it, or its arguments contradict each other
+        or change nothing (``previews.py``)."""
+        if name in ("insert_cells", "insert_cell"):
+            return insert_preview(name, args, self.current_cell)
+        if name == "edit_cell":
+            return await self._edit_preview(args)
+        if name not in ("delete_cells", "run_cell"):
             return None
         ids = (
             [str(i) for i in args.get("cell_ids", [])]
@@ -292,16 +328,21 @@ class EditTools:
                     f"Not done: cell {cell_id} changed (or was deleted) since you read it; the user's "
                     "version is kept. Call read_notebook and work on the current source."
                 )
-        if name == "edit_cell":
-            try:
-                after = replaced(self.known[ids[0]], args.get("source"), args.get("old"), args.get("new"))
-            except ValueError:
-                return None
-            return "Apply this change?\n" + unified(self.known[ids[0]], after, ids[0])
         if name == "run_cell":
             return f"Run cell {ids[0]}?\n" + truncate(self.known[ids[0]], DIFF_CHARS)
         shown = "\n".join(f"- {i}: {truncate(self.known[i].strip(), 200)}" for i in ids)
         return f"Delete {len(ids)} cell{'s' if len(ids) != 1 else ''}?\n{shown}"
+
+
+async def _changed_since_read(tools: EditTools, cell_id: str) -> bool | None:
+    """Whether the live cell differs from what the agent read (``None``: no live notebook)."""
+    if tools.bridge is None:
+        return None
+    try:
+        cells = (await tools.bridge.request("read")).get("cells", [])
+    except BridgeUnavailable:
+        return None
+    return {c["id"]: c.get("source", "") for c in cells}.get(cell_id) != tools.known.get(cell_id)
 
 
 def _edit_by_hand(cell_id: str, source: str | None, old: str | None, new: str | None) -> str:
@@ -315,18 +356,9 @@ def _edit_by_hand(cell_id: str, source: str | None, old: str | None, new: str | 
 
 
 def replaced(before: str, source: str | None, old: str | None, new: str | None) -> str:
-    """The new source of an ``edit_cell`` call; ``ValueError`` saying what to send instead."""
-    if source is not None:
-        if old is not None or new is not None:
-            raise ValueError("give either source, or old and new, not both")
-        return source
-    if old is None or new is None:
-        raise ValueError("give the new source, or the part to replace (old) and its replacement (new)")
-    count = before.count(old) if old else 0
-    if count != 1:
-        where = "does not occur" if count == 0 else f"occurs {count} times"
-        raise ValueError(f"old {where} in the cell as you read it; quote a part that occurs exactly once")
-    return before.replace(old, new, 1)
+    """The new source of an ``edit_cell`` call; ``ValueError`` saying what to send instead
+    (also for an edit that changes nothing: ``previews.edit_text``)."""
+    return edit_text(before, source, old, new)
 
 
 def unified(before: str, after: str, cell_id: str) -> str:

@@ -20,6 +20,7 @@ import ipywidgets as W
 from ipywidgets.widgets.widget_button import ButtonStyle
 from ipywidgets.widgets.widget_string import HTMLStyle
 
+from ..tools.previews import approval_labels
 from .reduce import TextBlock, ThinkingBlock, ToolCard, UserItem
 from .render import (
     SplitScanner,
@@ -78,11 +79,6 @@ sends at most this many bytes per character (plus ``TAIL_GRANT`` and the final d
 TAIL_GRANT = 6000
 """Bytes a stream may spend before the budget applies: a short answer streams live (a few
 updates a second for its first ~1,500 characters), a long one pays this once."""
-
-
-APPLY_TOOLS = frozenset({"edit_cell"})
-"""Tools whose approval applies a change the card shows (its diff): Apply / Reject."""
-APPLY_LABELS = ("Apply", "Reject")
 
 
 def set_value(widget: Any, value: Any, name: str = "value") -> None:
@@ -400,7 +396,7 @@ class ToolCardPart:
 
     def _draw_approval(self, waiting: bool) -> None:
         if waiting and self._approval_row is None:
-            yes, no = APPLY_LABELS if self._name in APPLY_TOOLS else ("Approve", "Deny")
+            yes, no = approval_labels(self._name)  # Apply / Reject where the card shows the change
             self.approve = self._models.button(description=yes, button_style="success", icon="check")
             self.deny = self._models.button(description=no, button_style="danger", icon="times")
             self.approve.on_click(lambda _button: self._on_answer(self._call_id, True))

@@ -326,6 +326,8 @@ def _end_assistant(state: ViewState, message: Any) -> None:
     _show_usage(state, _usage_tuple(getattr(message, "usage", None)))
     state._live_usage = (0, 0, 0, 0, 0.0)  # counted for good; the next message starts from 0
     footer = state.footer
+    if getattr(getattr(message, "usage", None), "estimated", None):
+        footer.estimated = True
     footer.model = getattr(message, "response_model", None) or getattr(message, "model", "") or footer.model
     state.stop_reason = getattr(message, "stop_reason", None)
     state.error_message = getattr(message, "error_message", None)

@@ -144,6 +144,9 @@ class Footer:
     cost: float = 0.0
     """USD, summed over the run's assistant messages (failed, stopped and retried calls too:
     their tokens were spent), the streaming message's usage so far included."""
+    estimated: bool = False
+    """Some of the tokens are the session's estimate (a stopped or failed answer, a server that
+    reported no usage): the footer says so."""
     elapsed: float = 0.0
     """Seconds. Set by the live adapter from its clock; otherwise derived from message timestamps."""
     model: str = ""

@@ -71,13 +71,14 @@ class Resources:
         """The folders of the loaded skills (what the skill-file tool may read)."""
         return tuple(dict.fromkeys(s.base_dir for s in self.skills))
 
-    def system_prompt(self, base: str) -> str:
+    def system_prompt(self, base: str, *, has_read: bool = True) -> str:
         """``base`` with Pi's ``<project_context>`` and ``<available_skills>`` blocks and the
         working directory, as Pi builds a custom system prompt; ``base`` itself when there is
-        neither a context file nor a skill (Pi would still add the working directory)."""
+        neither a context file nor a skill (Pi would still add the working directory). The
+        skills are listed only when the run has a ``read`` tool to open them (``has_read``)."""
         if not (self.context_files or self.skills):
             return base
-        return build_system_prompt(base, self.cwd, self.context_files, self.skills)
+        return build_system_prompt(base, self.cwd, self.context_files, self.skills, has_read=has_read)
 
     def expand(self, text: str) -> str:
         """``/skill:name args`` and ``/template args`` expanded as Pi expands a prompt."""

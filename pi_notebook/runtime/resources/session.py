@@ -32,13 +32,17 @@ class SessionResources:
         resources = self.current() if text.startswith("/") else None
         return resources.expand(text) if resources is not None else text
 
-    def run_options(self, run: AgentRunOptions | None, state: AgentState) -> AgentRunOptions | None:
+    def run_options(
+        self, run: AgentRunOptions | None, state: AgentState, *, skills: bool = True
+    ) -> AgentRunOptions | None:
         """``run`` with the resources' system prompt, and the skill-file tool when skills are
-        loaded and no tool of the run is already called ``read``."""
+        loaded and no tool of the run is already called ``read`` (``skills`` false: no skill
+        tool, and no skills listed)."""
         resources = self.current()
         if resources is None:
             return run
-        return run_with_resources(resources, run, state.tools, state.system_prompt, self._read_tool)
+        tool = self._read_tool if skills else None
+        return run_with_resources(resources, run, state.tools, state.system_prompt, tool)
 
     def _read_tool(self) -> AgentTool:
         if self._skill_tool is None:

@@ -282,6 +282,8 @@ def progress_html(text: str) -> str:
     """A tool's progress, or what an approval asks about: an edit's unified diff (a line
     starting ``@@``) is drawn as code with its added and removed lines coloured."""
     lines = text.split("\n")
+    if any(_CELL_HEAD.match(line) for line in lines):
+        return _cells_html(lines)
     if not any(line.startswith("@@") for line in lines):
         return _div("pi-progress", breakable(text))
     drawn = []
@@ -293,6 +295,27 @@ def progress_html(text: str) -> str:
     head, *rest = drawn
     diff = f'<pre class="pi-pre pi-diff" style="{STYLE["pi-pre"]}">{"".join(rest)}</pre>'
     return _div("pi-progress", head) + diff
+
+
+_CELL_HEAD = re.compile(r"^\[\d+\] (code|markdown) cell:$")
+"""A cell's head in what an insert card asks about (``tools/previews.py``)."""
+
+
+def _cells_html(lines: list[str]) -> str:
+    """An insert card's question: each cell's head, then its source as code."""
+    out: list[str] = []
+    body: list[str] | None = None
+    for line in [*lines, "[0] code cell:"]:  # the sentinel head closes the last cell
+        if _CELL_HEAD.match(line):
+            if body is not None:
+                out.append(pre_html("\n".join(body), "pi-cell-source"))
+            body = []
+            out.append(f"<div>{breakable(line)}</div>")
+        elif body is None:
+            out.append(f"<div>{breakable(line)}</div>")
+        else:
+            body.append(line)
+    return _div("pi-progress", "".join(out[:-1]))
 
 
 _DIFF_COLORS = {"+": "rgba(46,160,67,.22)", "-": "rgba(248,81,73,.22)"}

@@ -220,6 +220,8 @@ def footer_text(footer: Footer, activity: str = "") -> str:
     """Turns, tokens, cost, elapsed time, model, and, while the run is live, what it waits for."""
     turns = f"{footer.turns} turn" + ("" if footer.turns == 1 else "s")
     tokens = f"{footer.input_tokens:,} in / {footer.output_tokens:,} out tokens"
+    if footer.estimated:  # the server did not say for every answer: the session estimated
+        tokens += " (estimated)"
     if footer.cache_read_tokens or footer.cache_write_tokens:
         tokens += f" (cache {footer.cache_read_tokens:,} read / {footer.cache_write_tokens:,} write)"
     parts = [turns, tokens, f"${footer.cost:.4f}", f"{footer.elapsed:.1f} s"]
