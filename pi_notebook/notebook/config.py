@@ -104,6 +104,11 @@ class PiConfig(Configurable):
         "same arguments); 0: off.",
     ).tag(config=True)
     text = Bool(False, help="Plain-text output by default (no widgets).").tag(config=True)
+    plan = Bool(
+        False,
+        help="Plan mode by default (--plan): the agent first looks with read-only tools and answers "
+        "with a numbered plan, which runs only after Run plan (headless: only with --plan-run).",
+    ).tag(config=True)
     raise_on_error = Bool(
         None,
         allow_none=True,
@@ -269,6 +274,13 @@ def _parser() -> MagicArgumentParser:
     add("--new", action="store_true", help="start a fresh conversation")
     add("--name", help="conversation name")
     add("--text", action="store_true", help="plain-text output, no widgets")
+    add("--plan", action="store_true", help="plan first with read-only tools; run the plan after Run plan")
+    add(
+        "--plan-run",
+        action="store_true",
+        dest="plan_run",
+        help="plan first, then run the plan without asking (headless runs stop after the plan without it)",
+    )
     add("--max-turns", type=int, dest="max_turns", help="stop after N model turns")
     add("--temperature", type=float, help="sampling temperature, e.g. 0 for reproducible answers")
     add("--seed", type=int, help="sampling seed, where the model's API has one")

@@ -38,6 +38,7 @@ from __future__ import annotations
 import asyncio
 import threading
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 from IPython.core.error import UsageError
@@ -59,9 +60,9 @@ from ..sessions.replay import continue_after, play
 from ..state import NotebookState, state_for
 from ..tools.changes import undo_lines
 from ..tools.declare import Dispatch, run_here
-from ..tools.notebook_tools import is_notebook_tool, select_mcp_tools
+from ..tools.notebook_tools import READ_TOOLS, is_notebook_tool, select_mcp_tools
 from ..view.notices import rerun_turn
-from ..view.reduce import explain
+from ..view.reduce import explain, show_plan
 from ..view.render import render_text
 from ..view.run_view import RunView, StaticView
 from .approval import FALLBACK_REASON, ApprovalGate, activate, deactivate
@@ -70,6 +71,7 @@ from .errors import RunFailed, RunInterrupted, explain_error
 from .extension_ui import CellUI
 from .loop_guard import LoopGuard
 from .plan import RunPlan, plan_run, prepare_conversation, strip_markers
+from .planning import Plan, ask_plan, execution_prompt, note_plan, plan_step_tool, with_instruction
 from .reattach import attach, shows_run
 from .reload import PageWatch
 from .requests import probe_local_server, run_options
@@ -127,6 +129,10 @@ class PiRun:
         """Stops showing this run to waiting ``%pi show`` requests (``kernel.queued``)."""
         self.mcp_tools: list[Any] | None = None
         """The MCP tools ``--tools`` chose (``select_mcp``); ``None``: every one, at the start."""
+        self.extra_tools: list[Any] = []
+        """Tools of this run only: ``plan_step`` while a plan runs (``planning.py``)."""
+        self.proposed: Plan | None = None
+        """The plan a ``--plan`` run's answer proposes (``note_plan``)."""
 
     # --- before the run (main thread) ---------------------------------------------------------
 
@@ -210,10 +216,12 @@ class PiRun:
             dispatch, self._interrupt_from_tool, model=held.model, headless=headless,
             comms=self._hears_comms(),
         )
-        own = [t for t in held.tools if not is_notebook_tool(t)]
+        # planning (--plan): the read-only notebook tools only (prepare_run chose them); the
+        # conversation's own tools and MCP tools may change state
+        own = [] if options.plan else [t for t in held.tools if not is_notebook_tool(t)]
         mcp = self.mcp_tools if self.mcp_tools is not None else await self.state.mcp_tools()
-        mcp = [] if options.no_tools else mcp
-        every = own + tools.build(options.tools) + mcp
+        mcp = [] if options.no_tools or options.plan else mcp
+        every = own + tools.build(options.tools) + mcp + self.extra_tools
         gate = self._gate()
         run = run_options(
             options, tools=every, before_tool_call=gate, should_stop_after_turn=self._after_turn
@@ -435,9 +443,18 @@ class PiRun:
             raise RunFailed(shown, headless=self.plan.mode.headless.headless)
 
 
-def prepare_run(state: NotebookState, line: str, body: str, where: CellContext) -> PiRun:
-    """Parse and plan the cell, then make its run (main thread; nothing runs yet)."""
+def prepare_run(
+    state: NotebookState, line: str, body: str, where: CellContext, executing: Plan | None = None
+) -> PiRun:
+    """Parse and plan the cell, then make its run (main thread; nothing runs yet). With
+    ``--plan`` the run plans (read-only tools, the plan instruction); ``executing``: the run
+    carries out that accepted plan (``planning.py``)."""
     options = parse_options(line, state.config, state.mcp_tool_names())
+    if executing is not None:
+        options.plan = False
+    if options.plan:
+        options.tools = [name for name in options.tools if name in READ_TOOLS]
+        options.mcp_tools = ()
     if not strip_markers(body).strip():
         raise UsageError("%%pi needs a prompt: write it in the cell body")
     conversation, notes = prepare_conversation(state, options, where)
@@ -446,9 +463,15 @@ def prepare_run(state: NotebookState, line: str, body: str, where: CellContext) 
     except (ValueError, RuntimeError) as exc:
         raise UsageError(f"c.PiMagics.mcp_config: {exc}") from None
     plan = plan_run(state, options, conversation, body, where=where, notes=notes)
+    if options.plan:
+        plan = replace(plan, message=with_instruction(plan.message))
     shell = state.shell
     run = PiRun(shell, state, plan, conversation)
+    if executing is not None:
+        run.extra_tools = [plan_step_tool(executing)]
     run.make_view()
+    if executing is not None:
+        show_plan(run.view.state, list(executing.steps), edited=executing.edited)
     return run
 
 
@@ -494,6 +517,16 @@ async def run_pi(line: str, body: str) -> None:
     failed = await _discover(state, where)  # after trust: a project's extensions wait for it
     run = prepare_run(state, line, body, where)
     _tell(run, failed)
+    await _run_awaited(run)
+    plan = run.proposed
+    if plan is not None and not run.plan.options.plan_run:
+        plan = await ask_plan(plan) if run.plan.mode.can_ask and run.widget is not None else None
+    if plan is not None:
+        await _run_awaited(prepare_run(state, line, execution_prompt(plan), where, executing=plan))
+
+
+async def _run_awaited(run: PiRun) -> None:
+    """Show, execute and freeze one prepared run on the kernel's loop."""
     if run.plan.options.mcp_tools:
         run.select_mcp(await run.state.mcp_tools())
     run.show()
@@ -502,6 +535,7 @@ async def run_pi(line: str, body: str) -> None:
         with watch_sigint():
             await run.execute()
     finally:
+        note_plan(run)
         result = run.finish()
     if run.interrupted:
         raise RunInterrupted
@@ -518,6 +552,15 @@ def run_pi_sync(line: str, body: str, shell: Any = None) -> PiResult:
     loader.join()
     run = prepare_run(state, line, body, where)
     _tell(run, failed)
+    result = _run_sync(run)
+    plan = run.proposed
+    if plan is not None and run.plan.options.plan_run:  # nobody can click here: only --plan-run goes on
+        result = _run_sync(prepare_run(state, line, execution_prompt(plan), where, executing=plan))
+    return result
+
+
+def _run_sync(run: PiRun) -> PiResult:
+    """Execute one prepared run on a worker thread while this thread serves the tools."""
     if run.plan.options.mcp_tools:
         run.select_mcp(run.state.mcp_tools_blocking())
     bridge = MainThreadBridge()
@@ -543,6 +586,7 @@ def run_pi_sync(line: str, body: str, shell: Any = None) -> PiResult:
             interrupted = True
             run.abort_threadsafe()
     worker.join()
+    note_plan(run)
     result = run.finish()
     if failure:
         raise failure[0]

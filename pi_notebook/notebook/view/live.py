@@ -169,6 +169,7 @@ class LiveView:
     def _build(self) -> None:
         models = self._models
         self._prompt = models.html(render.prompt_html(self.state.prompt))
+        self._plan = models.html(render.plan_html(self.state.plan), "pi-plan-card")
         self._transcript = models.vbox([], "pi-transcript")
         # Made with their first values: a value assigned after the model is open is a message.
         queued, error, notice, footer = self._chrome()
@@ -176,7 +177,9 @@ class LiveView:
         self._error = models.html(error)
         self._notice = models.html(notice)
         self._footer = models.html(footer, "pi-footer")
-        children: list[W.Widget] = [self._prompt, self._transcript, self._queued, self._error, self._notice]
+        children: list[W.Widget] = [
+            self._prompt, self._plan, self._transcript, self._queued, self._error, self._notice
+        ]
         self.stop_button: W.Button | None = None
         self.steer_text: W.Text | None = None
         self.send_button: W.Button | None = None
@@ -264,6 +267,7 @@ class LiveView:
                 drawn[i] = item.rev
         if grew:
             self._transcript.children = tuple(part.widget for part in parts)
+        set_value(self._plan, render.plan_html(state.plan))
         queued, error, notice, footer = self._chrome()
         set_value(self._queued, queued)
         set_value(self._error, error)
