@@ -1,4 +1,4 @@
-"""The plan card of ``%%pi --plan`` in JupyterLab, in Debian's Chromium: Run plan runs the plan
+"""The plan card of ``%%pi --plan`` in JupyterLab and Notebook 7, in Debian's Chromium: Run plan runs the plan
 and the checklist shows the running step live (while a call waits for Approve) and the done
 step in the frozen output; Edit changes a step in the card's text area and the model receives
 the edited plan (the context of its call is recorded in the kernel); Cancel runs nothing and
@@ -17,6 +17,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 from browser_lab import CHROMIUM, SHOTS, Lab, chromium_page
 from test_browser import run_cell
+from test_browser_notebook7 import _run_first_cell
 
 pytestmark = [
     pytest.mark.browser,
@@ -56,16 +57,22 @@ CHECK = (
 EDITED = "1. Set x to 3\n2. Print x twice"
 
 
-def test_plan_card_run_edit_cancel(tmp_path: Path) -> None:
+@pytest.mark.parametrize("app", ["lab", "notebook"])
+def test_plan_card_run_edit_cancel(tmp_path: Path, app: str) -> None:
+    if app == "notebook":
+        pytest.importorskip("notebook", reason="Jupyter Notebook 7 (the `notebook` package) is not installed")
     expect = playwright_sync.expect
-    with Lab(tmp_path) as lab, playwright_sync.sync_playwright() as p:
+    with Lab(tmp_path, app=app) as lab, playwright_sync.sync_playwright() as p:
         url = lab.write_notebook("plan.ipynb", [SETUP, RUN, EDIT, CANCEL, CHECK])
-        with chromium_page(p, lab, "plan-failure.png") as page:
+        with chromium_page(p, lab, f"plan-{app}-failure.png") as page:
             page.goto(url)
             page.wait_for_selector(".jp-NotebookPanel .jp-CodeCell", timeout=60_000)
-            page.locator(".jp-StatusBar-TextItem", has_text="| Idle").first.wait_for(timeout=90_000)
             cells = page.locator(".jp-NotebookPanel .jp-CodeCell")
-            run_cell(page, cells.nth(0))
+            if app == "lab":
+                page.locator(".jp-StatusBar-TextItem", has_text="| Idle").first.wait_for(timeout=90_000)
+                run_cell(page, cells.nth(0))
+            else:  # no status bar: wait for the kernel as the Notebook 7 test does
+                _run_first_cell(page, cells.nth(0))
             expect(cells.nth(0).locator(".jp-OutputArea")).to_contain_text("setup done", timeout=60_000)
             _run(page, cells.nth(1), expect)
             _edit(page, cells.nth(2), expect)
