@@ -212,3 +212,43 @@ def test_plan_options_parse(ip: Any, faux: FauxRegistration, line: str) -> None:
     options = parse_options(line, state_for(ip).config)
     assert options.plan
     assert options.plan_run == ("plan-run" in line)
+
+
+# --- the card's widgets --------------------------------------------------------------------------
+
+
+def test_plan_card_edit_then_run_returns_the_edited_text_once() -> None:
+    import asyncio
+
+    from pi_notebook.notebook.view.plan_card import PlanChoice
+
+    async def scenario() -> tuple[Any, ...]:
+        card = PlanChoice("1. a\n2. b", ["a", "b"])
+        hidden = card.editor.layout.display
+        card.edit_button.click()
+        shown = card.editor.layout.display
+        card.editor.value = "1. a\n2. c"
+        card.run_button.click()
+        card.cancel_button.click()  # after the choice: ignored
+        choice = await asyncio.wait_for(card.choice, 5)
+        disabled = (card.run_button.disabled, card.edit_button.disabled, card.editor.disabled)
+        card.close()
+        return hidden, shown, choice, disabled
+
+    hidden, shown, choice, disabled = asyncio.run(scenario())
+    assert (hidden, shown) == ("none", "")
+    assert choice == ("run", "1. a\n2. c")
+    assert disabled == (True, True, True)
+
+
+def test_plan_card_cancel() -> None:
+    import asyncio
+
+    from pi_notebook.notebook.view.plan_card import PlanChoice
+
+    async def scenario() -> Any:
+        card = PlanChoice("1. a", ["a"])
+        card.cancel_button.click()
+        return await asyncio.wait_for(card.choice, 5)
+
+    assert asyncio.run(scenario()) == ("cancel", "")
