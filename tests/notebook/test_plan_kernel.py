@@ -164,3 +164,22 @@ def test_headless_prints_the_plan_and_stops_unless_plan_run(tmp_path: Path) -> N
     assert "Plan ready (2 steps): running it (--plan-run)." in ran
     assert "Plan (0 of 2 steps done):\n  [>] 1. Set x to 2" in ran
     assert tools.strip() == "4 True"
+
+
+def test_an_interrupt_while_the_card_waits_ends_the_cell(pk: Kernel) -> None:
+    pk.run(f"faux.set_responses([said({PLAN!r}), said('never')])")
+    cell = pk.execute("%%pi --model faux:faux-1 --plan\nset x")
+    sent: list[bool] = []
+
+    def react(watch: Watch, msg: dict[str, Any]) -> None:
+        if not sent and watch.find("ButtonModel", description="Cancel"):
+            sent.append(True)
+            pk.interrupt()
+
+    watch = Watch(pk).until_replies([cell], react, timeout=60)
+    assert watch.replies[cell][1]["status"] == "error"
+    assert watch.replies[cell][1]["ename"] == "KeyboardInterrupt"
+    shown = "\n".join(str(c["data"].get("text/plain", "")) for _, _, c in watch.displays)
+    assert "Plan not run: interrupted." in shown
+    assert pk.value("faux.get_pending_response_count()") == "1"
+    assert pk.run("%%pi\nstill usable?")["status"] == "ok"  # the kernel and the conversation go on
