@@ -252,3 +252,17 @@ def test_plan_card_cancel() -> None:
         return await asyncio.wait_for(card.choice, 5)
 
     assert asyncio.run(scenario()) == ("cancel", "")
+
+
+def test_the_fallback_magic_stops_after_the_plan_unless_plan_run(ip: Any, faux: FauxRegistration) -> None:
+    rec = Recorder()
+    ip.autoawait = False  # the %%pi cell magic, run to the end without waiting for clicks
+    faux.set_responses([rec.reply(PLAN), rec.reply("never")])
+    _, captured = pi(ip, f"{MODEL} --plan", "clean df")
+    assert "Plan ready (3 steps); nothing was run." in shown(captured)
+    assert faux.get_pending_response_count() == 1
+    faux.set_responses([rec.reply(PLAN), rec.reply(step(1, "started", "s1")), rec.reply("step 1 begun")])
+    _, captured = pi(ip, "--plan-run", "clean df")
+    assert "Plan (0 of 3 steps done):\n  [>] 1. Drop the rows without a price" in shown(captured)
+    assert ip.user_ns["_pi"].text == "step 1 begun"
+    assert faux.get_pending_response_count() == 0

@@ -22,22 +22,29 @@ later cell can refer to "step 3".
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 from ...agent import tool
 from ...agent.types import AgentTool
 from ...ai.types import TextContent, content_text
+from ..options import RunOptions
+from ..tools.notebook_tools import READ_TOOLS
+from ..view.reduce import show_plan
 from ..view.state import PLAN_STEP_TOOL
+from .plan import RunPlan
 
 __all__ = [
     "PLAN_INSTRUCTION",
     "Plan",
     "ask_plan",
+    "asking_for_plan",
+    "carry_out",
     "execution_prompt",
     "no_plan_notice",
     "note_plan",
     "parse_plan",
+    "plan_mode",
     "plan_step_tool",
     "planned_notice",
     "with_instruction",
@@ -77,6 +84,11 @@ def parse_plan(text: str, *, edited: bool = False) -> Plan | None:
     return Plan(text=text.strip(), steps=tuple(steps), edited=edited) if steps else None
 
 
+def asking_for_plan(plan: RunPlan) -> RunPlan:
+    """The run plan of a planning run with ``with_instruction``'s message; others as they are."""
+    return replace(plan, message=with_instruction(plan.message)) if plan.options.plan else plan
+
+
 def with_instruction(message: Any) -> Any:
     """The user message of a planning run: the prompt, then ``PLAN_INSTRUCTION`` as its own text
     block (so the session file shows what the model was asked)."""
@@ -93,6 +105,23 @@ def execution_prompt(plan: Plan) -> str:
         'status="started"); when it is finished call plan_step(step=N, status="done"). '
         "If a step cannot be done, say why and stop.\n\n" + plan.text
     )
+
+
+def plan_mode(options: RunOptions, executing: Plan | None) -> None:
+    """A planning run (``--plan``) gets the read-only notebook tools of its ``--tools`` and no
+    MCP tool; the run that carries out a plan (``executing``) is not a planning run."""
+    if executing is not None:
+        options.plan = False
+    if options.plan:
+        options.tools = [name for name in options.tools if name in READ_TOOLS]
+        options.mcp_tools = ()
+
+
+def carry_out(run: Any, plan: Plan) -> None:
+    """Make ``run`` (a ``PiRun`` not started yet) the run of ``plan``: ``plan_step`` among its
+    tools, the plan's checklist at the top of its view."""
+    run.extra_tools = [plan_step_tool(plan)]
+    show_plan(run.view.state, list(plan.steps), edited=plan.edited)
 
 
 def plan_step_tool(plan: Plan) -> AgentTool:

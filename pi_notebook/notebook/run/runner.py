@@ -38,7 +38,6 @@ from __future__ import annotations
 import asyncio
 import threading
 from collections.abc import Callable
-from dataclasses import replace
 from typing import Any
 
 from IPython.core.error import UsageError
@@ -60,9 +59,9 @@ from ..sessions.replay import continue_after, play
 from ..state import NotebookState, state_for
 from ..tools.changes import undo_lines
 from ..tools.declare import Dispatch, run_here
-from ..tools.notebook_tools import READ_TOOLS, is_notebook_tool, select_mcp_tools
+from ..tools.notebook_tools import is_notebook_tool, select_mcp_tools
 from ..view.notices import rerun_turn
-from ..view.reduce import explain, show_plan
+from ..view.reduce import explain
 from ..view.render import render_text
 from ..view.run_view import RunView, StaticView
 from .approval import FALLBACK_REASON, ApprovalGate, activate, deactivate
@@ -71,7 +70,7 @@ from .errors import RunFailed, RunInterrupted, explain_error
 from .extension_ui import CellUI
 from .loop_guard import LoopGuard
 from .plan import RunPlan, plan_run, prepare_conversation, strip_markers
-from .planning import Plan, ask_plan, execution_prompt, note_plan, plan_step_tool, with_instruction
+from .planning import Plan, ask_plan, asking_for_plan, carry_out, execution_prompt, note_plan, plan_mode
 from .reattach import attach, shows_run
 from .reload import PageWatch
 from .requests import probe_local_server, run_options
@@ -450,11 +449,7 @@ def prepare_run(
     ``--plan`` the run plans (read-only tools, the plan instruction); ``executing``: the run
     carries out that accepted plan (``planning.py``)."""
     options = parse_options(line, state.config, state.mcp_tool_names())
-    if executing is not None:
-        options.plan = False
-    if options.plan:
-        options.tools = [name for name in options.tools if name in READ_TOOLS]
-        options.mcp_tools = ()
+    plan_mode(options, executing)
     if not strip_markers(body).strip():
         raise UsageError("%%pi needs a prompt: write it in the cell body")
     conversation, notes = prepare_conversation(state, options, where)
@@ -463,15 +458,11 @@ def prepare_run(
     except (ValueError, RuntimeError) as exc:
         raise UsageError(f"c.PiMagics.mcp_config: {exc}") from None
     plan = plan_run(state, options, conversation, body, where=where, notes=notes)
-    if options.plan:
-        plan = replace(plan, message=with_instruction(plan.message))
     shell = state.shell
-    run = PiRun(shell, state, plan, conversation)
-    if executing is not None:
-        run.extra_tools = [plan_step_tool(executing)]
+    run = PiRun(shell, state, asking_for_plan(plan), conversation)
     run.make_view()
     if executing is not None:
-        show_plan(run.view.state, list(executing.steps), edited=executing.edited)
+        carry_out(run, executing)
     return run
 
 
