@@ -10,6 +10,10 @@ keep: it stops the run when one is reached and says why (``budget_reached``).
 The user's ``Agent`` is never patched, so a hook the user sets during a run is still there
 after it.
 
+A ``--plan`` cell is two runs of its conversation: one that plans with read-only tools, then,
+after Run plan on the plan card (or at once with ``--plan-run``), one that carries the plan
+out (``planning.py``).
+
 A page reloaded during the run gets the run back: in the run's own cell through the notebook
 bridge, else a page that shows the live widget from a notebook saved during the run sees it
 freeze (``reload.py``), and a ``%pi show`` run from a page without it gets the live view at
