@@ -8,4 +8,5 @@ ruff check pi_notebook tests bench
 mypy
 # Tutorials: nbval compares every output of every cell, after the sanitizers of
 # notebooks/sanitize.cfg replace what changes from run to run (elapsed time, footer tokens/cost).
-pytest tests notebooks --nbval --nbval-sanitize-with notebooks/sanitize.cfg -p no:cacheprovider "$@"
+pytest tests notebooks --nbval --nbval-sanitize-with notebooks/sanitize.cfg -p no:cacheprovider \
+    --module-durations=40 "$@"

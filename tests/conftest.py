@@ -58,8 +58,41 @@ def pytest_unconfigure(config: pytest.Config) -> None:
         shutil.rmtree(root, ignore_errors=True)
 
 
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--module-durations",
+        type=int,
+        default=0,
+        metavar="N",
+        help="after the run, the N test files (modules, notebooks) that took longest, setup included",
+    )
+
+
+def _module_durations(terminalreporter: Any, top: int) -> None:
+    """What each test file cost (setup, call and teardown of its tests), slowest first: where a
+    slow CI run's minutes went."""
+    seconds: dict[str, float] = {}
+    tests: dict[str, set[str]] = {}
+    for reports in terminalreporter.stats.values():
+        for report in reports:
+            nodeid, duration = getattr(report, "nodeid", ""), getattr(report, "duration", None)
+            if not nodeid or not isinstance(duration, float):
+                continue
+            path = nodeid.split("::")[0]
+            seconds[path] = seconds.get(path, 0.0) + duration
+            tests.setdefault(path, set()).add(nodeid)
+    ranked = sorted(seconds.items(), key=lambda item: -item[1])[:top]
+    terminalreporter.write_sep("=", f"time by test file ({sum(seconds.values()):.0f} s in all)")
+    for path, total in ranked:
+        terminalreporter.write_line(f"{total:8.1f} s {len(tests[path]):5d} tests  {path}")
+
+
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
-    """One line per fault matrix whose tests ran: the ``MATRIX_SUMMARY`` of its test module."""
+    """One line per fault matrix whose tests ran (the ``MATRIX_SUMMARY`` of its test module), and
+    with ``--module-durations N`` the N slowest test files."""
+    top = config.getoption("--module-durations", 0)
+    if top:
+        _module_durations(terminalreporter, top)
     ran = {
         getattr(report, "nodeid", "").split("::")[0]
         for reports in terminalreporter.stats.values()

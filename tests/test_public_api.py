@@ -192,6 +192,7 @@ RUNTIME = [
     "RetrySettings",
     "SessionAgentEndEvent",
     "SessionInfoChangedEvent",
+    "SessionWriteEvent",
     "Spend",
     "StreamingBehavior",
     "SummarizationRetryAttemptStartEvent",

@@ -4,7 +4,9 @@ Three layers answer a lookup, the first that knows the model wins:
 
 1. models registered at run time (:func:`register_models`, :func:`openai_compatible_model`,
    the faux provider),
-2. the user's own file named by ``PI_NOTEBOOK_MODELS`` (read on first lookup, not at import),
+2. the user's own file named by ``PI_NOTEBOOK_MODELS`` (read on first lookup, not at import;
+   a file that cannot be read or holds a bad model adds nothing and :func:`user_models_problem`
+   says why in one line, so the other layers, ``faux`` included, still answer),
 3. the built-in curated catalogue ``data/models.json`` (also read on first lookup).
 
 :func:`resolve_model` turns the notebook's ``provider:id`` strings into models; ids for local
@@ -60,7 +62,7 @@ PROVIDER_ALIASES: dict[str, str] = {
 }
 
 _builtin: Catalogue | None = None
-_user: tuple[str, Catalogue] | None = None
+_user: tuple[str, Catalogue, str | None] | None = None
 _registered: Catalogue = {}
 # The local-server models ``resolve_model`` registered itself, so that a changed ``*_BASE_URL``
 # reaches the next lookup (models registered by the user keep their own URL).
@@ -117,21 +119,32 @@ def _entries(raw: Any) -> list[dict[str, Any]]:
     return out
 
 
-def _read_user_file(path: str) -> Catalogue:
+def _read_user_file(path: str) -> tuple[Catalogue, str | None]:
+    """The file's models and the first problem found: an unreadable file adds none (a
+    ``ValueError``), an invalid model is left out and the others are kept."""
     where = f"{USER_MODELS_ENV}={path}"
     try:
-        raw = json.loads(Path(path).expanduser().read_text("utf-8"))
+        raw = json.loads(Path(path).expanduser().read_bytes())
         entries = _entries(raw)
+    except UnicodeDecodeError:
+        raise ValueError(f"{where}: not UTF-8 text") from None
+    except RecursionError:
+        raise ValueError(f"{where}: JSON nested too deeply to read") from None
     except (OSError, ValueError, TypeError, AttributeError) as exc:
         raise ValueError(f"{where}: {exc}") from None
     models: list[Model] = []
+    problems: list[str] = []
     for index, entry in enumerate(entries):
+        label = f"{entry.get('provider', '?')}:{entry.get('id', '?')}" if isinstance(entry, dict) else "?"
         try:
             models.append(Model.model_validate(entry))
+        except RecursionError:
+            problems.append(f"model #{index} ({label}) is nested too deeply to read")
         except (ValidationError, TypeError) as exc:
-            label = f"{entry.get('provider', '?')}:{entry.get('id', '?')}" if isinstance(entry, dict) else "?"
-            raise ValueError(f"{where}: model #{index} ({label}) is invalid: {_first_error(exc)}") from None
-    return _catalogue(models)
+            problems.append(f"model #{index} ({label}) is invalid: {_first_error(exc)}")
+    more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+    problem = f"{where}: {problems[0]}{more}; that model is left out" if problems else None
+    return _catalogue(models), problem
 
 
 def _first_error(exc: Exception) -> str:
@@ -148,8 +161,18 @@ def _load_user() -> Catalogue:
     if not path:
         return {}
     if _user is None or _user[0] != path:
-        _user = (path, _read_user_file(path))
+        try:
+            _user = (path, *_read_user_file(path))
+        except ValueError as exc:  # one bad file must not hide every other model
+            told = f"{exc}; its models are not available, fix the file or unset {USER_MODELS_ENV}"
+            _user = (path, {}, told)
     return _user[1]
+
+
+def user_models_problem() -> str | None:
+    """Why the ``PI_NOTEBOOK_MODELS`` file adds no model (one line), ``None`` when it is fine."""
+    _load_user()
+    return _user[2] if _user is not None and os.environ.get(USER_MODELS_ENV, "") else None
 
 
 def reload_user_models() -> None:
@@ -252,6 +275,9 @@ def _not_found(provider: str, model_id: str) -> ModelNotFoundError:
     import difflib
 
     known = [m.id for m in get_models(provider)]
+    problem = user_models_problem()
+    if problem:
+        return ModelNotFoundError(f"Unknown model {provider}:{model_id}. {problem}", provider, model_id)
     if not known:
         providers = ", ".join(get_providers())
         local = ", ".join(f"{p}:" for p in LOCAL_SERVERS)

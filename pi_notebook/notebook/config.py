@@ -1,6 +1,7 @@
-"""The ``%%pi`` settings: ``PiConfig`` (the configurable defaults of every option, read from
-the ``PiMagics`` config section), the option parser, the policy names and the environment
-variables the notebook layer reads.
+"""The ``%%pi`` settings: ``OPTIONS`` (the one table of ``%%pi`` options, from which the
+parser, ``%pi help``, ``%%pi?``, the traits' help and ``docs/reference/magic.md`` are made),
+``PiConfig`` (the configurable defaults of every option, read from the ``PiMagics`` config
+section), the policy names and the environment variables the notebook layer reads.
 
 Defaults come from traitlets config (``c.PiMagics.model = "anthropic:claude-sonnet-4-5"`` in
 ``ipython_config.py``, or ``%config PiMagics.model = ...``); the model falls back to the
@@ -69,6 +70,96 @@ def env_flag(name: str) -> bool | None:
     return None
 
 
+# --- the %%pi options: one table ----------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Option:
+    """One ``%%pi`` option, declared once: the parser, ``%pi help``, ``%%pi?``, the help of
+    the ``c.PiMagics`` trait that gives its default and ``docs/reference/magic.md`` are made
+    from it (``tests/notebook/test_options_table.py`` fails when one drifts)."""
+
+    flag: str
+    help: str
+    """One text; its first line is the parser's (``%%pi?``), all of it ``%pi help``'s."""
+    metavar: str | None = None
+    kind: Literal["value", "flag", "switch"] = "value"
+    """``value``: takes an argument; ``flag``: on when given; ``switch``: ``--x`` / ``--no-x``."""
+    type: Any = None
+    choices: tuple[str, ...] | None = None
+    trait: str | None = None
+    """The ``c.PiMagics`` trait that gives the default when the cell does not."""
+
+    @property
+    def dest(self) -> str:
+        return self.flag[2:].replace("-", "_")
+
+    @property
+    def usage(self) -> str:
+        """How ``%pi help`` shows it: ``--model provider:id``, ``--[no-]raise-on-error``."""
+        if self.kind == "switch":
+            return f"--[no-]{self.flag[2:]}"
+        if self.kind == "flag":
+            return self.flag
+        return f"{self.flag} {self.metavar or self.dest.upper()}"
+
+    def trait_help(self, extra: str = "") -> str:
+        """The help of the trait behind the option: the option's own text, and ``extra``."""
+        text = " ".join(self.help.split())
+        return f"Default {self.flag}: {text}{extra}"
+
+
+OPTIONS: tuple[Option, ...] = (
+    Option("--model", "model (default: c.PiMagics.model, $PI_NOTEBOOK_MODEL, Pi's settings.json)",
+           metavar="provider:id", trait="model"),
+    Option("--thinking", "off|minimal|low|medium|high|xhigh|max", metavar="LEVEL",
+           choices=tuple(THINKING_LEVELS), trait="thinking"),
+    Option("--system", "system prompt of this conversation", metavar="TEXT", trait="system"),
+    Option("--tools", "all|none|read|write|comma list of tool names, MCP ones too\n"
+           "(files__read_file, files__*: then only those MCP tools join)", metavar="SPEC", trait="tools"),
+    Option("--approve", "ask|auto|deny for the tools that change state (delete_cells always asks)",
+           metavar="POLICY", choices=POLICIES, trait="approve"),
+    Option("--new", "start a fresh conversation", kind="flag"),
+    Option("--name", "use (or create) the conversation NAME", metavar="NAME"),
+    Option("--text", "plain-text output, no widgets", kind="flag", trait="text"),
+    Option("--plan", "plan first with read-only tools; the plan runs after Run plan on its card\n"
+           "(headless: the run stops after the plan)", kind="flag", trait="plan"),
+    Option("--plan-run", "plan first, then run the plan without asking", kind="flag"),
+    Option("--max-turns", "stop after N model turns (0: no limit)", metavar="N", type=int, trait="max_turns"),
+    Option("--temperature", "sampling temperature (0 to 2), e.g. 0 for reproducible answers", metavar="T",
+           type=float, trait="temperature"),
+    Option("--seed", "sampling seed (OpenAI-compatible chat completions only)", metavar="N", type=int),
+    Option("--timeout", "seconds a model request may go without an answer (default 300; 0: none)",
+           metavar="S", type=float, trait="timeout"),
+    Option("--max-cost", "stop the run once it has spent USD dollars (the model needs prices; 0: none)",
+           metavar="USD", trait="max_cost"),
+    Option("--max-total-tokens", "stop the run once its requests used N tokens, input + output (0: none)",
+           metavar="N", trait="max_total_tokens"),
+    Option("--raise-on-error", "raise after a run that ended in an error (default: headless runs)",
+           kind="switch", trait="raise_on_error"),
+    Option("--resume", "continue this notebook's latest recorded conversation first", kind="flag"),
+    Option("--replay", "show the recorded answer of this prompt; no model is called", kind="flag",
+           trait="replay"),
+)  # fmt: skip
+OPTION = {option.flag: option for option in OPTIONS}
+
+
+def option_help(flag: str, extra: str = "") -> str:
+    """The help of the ``c.PiMagics`` trait behind ``flag`` (``Option.trait_help``)."""
+    return OPTION[flag].trait_help(extra)
+
+
+def options_help() -> str:
+    """The ``%%pi`` part of ``%pi help``, one line per option (continuation lines indented)."""
+    lines = []
+    for option in OPTIONS:
+        first, *more = option.help.split("\n")
+        usage = f"{option.usage:<24}" if len(option.usage) < 24 else f"{option.usage} "
+        lines.append(f"  {usage}{first}")
+        lines += [f"  {'':<24}{line}" for line in more]
+    return "\n".join(lines)
+
+
 class PiConfig(Configurable):
     """The defaults of every ``%%pi`` option, configured as ``c.PiMagics.<name>``.
 
@@ -76,19 +167,19 @@ class PiConfig(Configurable):
     plain ``PiConfig``, which reads the same ``PiMagics`` config section.
     """
 
-    model = Unicode(help="Default model as provider:id (falls back to $PI_NOTEBOOK_MODEL).").tag(config=True)
+    model = Unicode(help=option_help("--model")).tag(config=True)
     thinking = CaselessStrEnum(
-        list(THINKING_LEVELS), default_value="off", help="Default thinking level."
+        list(THINKING_LEVELS), default_value="off", help=option_help("--thinking")
     ).tag(config=True)
-    system = Unicode(DEFAULT_SYSTEM_PROMPT, help="System prompt of new conversations.").tag(config=True)
+    system = Unicode(DEFAULT_SYSTEM_PROMPT, help=option_help("--system", " (of new conversations)")).tag(
+        config=True
+    )
     tools = Unicode(
-        "all",
-        help="Default --tools spec: all|none|read|write|comma list of notebook tools and MCP tools "
-        "(SERVER__TOOL or SERVER__*; when it names none, every MCP tool joins).",
+        "all", help=option_help("--tools", "; when it names no MCP tool, every MCP tool joins")
     ).tag(config=True)
-    approve = Unicode(
-        "", help="Default approval policy ask|auto|deny; empty: ask interactive, deny headless."
-    ).tag(config=True)
+    approve = Unicode("", help=option_help("--approve", "; empty: ask interactive, deny headless")).tag(
+        config=True
+    )
     approvals = Dict(
         help="Per-tool approval policy, tool name or glob pattern -> ask|auto|deny; an entry wins "
         "over the tool's own policy (MCP config) and over --approve.",
@@ -97,26 +188,23 @@ class PiConfig(Configurable):
         "", help="Path of a JSON file of MCP servers ({\"mcpServers\": {...}}), started when the "
         "extension loads (or on the first %%pi)."
     ).tag(config=True)
-    max_turns = Int(0, help="Default --max-turns (0: no limit).").tag(config=True)
+    max_turns = Int(0, help=option_help("--max-turns")).tag(config=True)
     loop_guard = Int(
         3,
         help="Stop a run when the model makes this many identical tool calls in a row (same tool, "
         "same arguments); 0: off.",
     ).tag(config=True)
-    text = Bool(False, help="Plain-text output by default (no widgets).").tag(config=True)
-    plan = Bool(
-        False,
-        help="Plan mode by default (--plan): the agent first looks with read-only tools and answers "
-        "with a numbered plan, which runs only after Run plan (headless: only with --plan-run).",
-    ).tag(config=True)
+    text = Bool(False, help=option_help("--text")).tag(config=True)
+    plan = Bool(False, help=option_help("--plan")).tag(config=True)
     raise_on_error = Bool(
         None,
         allow_none=True,
-        help="Raise after rendering a run that ended in an error (not a user's Stop), so nbconvert, "
-        "papermill and CI fail. None (default): raise in headless runs only.",
+        help=option_help(
+            "--raise-on-error", " (not a user's Stop), so nbconvert, papermill and CI fail; None: headless"
+        ),
     ).tag(config=True)
     temperature = Float(
-        None, allow_none=True, help="Default --temperature (None: the provider's default)."
+        None, allow_none=True, help=option_help("--temperature", " (None: the provider's default)")
     ).tag(config=True)
     # Resources (``resources.py``): Pi's AGENTS.md, skills and templates of the notebook's folder.
     project_folder = Unicode(
@@ -137,7 +225,7 @@ class PiConfig(Configurable):
     session_dir = Unicode(
         "", help="Session files' directory (default: Pi's for the notebook folder; $PI_NOTEBOOK_SESSION_DIR)"
     ).tag(config=True)
-    replay = Bool(False, help="Replay every %%pi cell from its recording ($PI_NOTEBOOK_REPLAY=1).").tag(
+    replay = Bool(False, help=option_help("--replay", " (every cell; $PI_NOTEBOOK_REPLAY=1)")).tag(
         config=True
     )
     compact = Bool(True, help="Compact a conversation automatically when it nears the context window.").tag(
@@ -158,12 +246,8 @@ class PiConfig(Configurable):
     retry_base_delay = Float(
         2.0, help="Seconds before the first retry, doubled for each further one."
     ).tag(config=True)
-    max_cost = Float(
-        0.0, help="Default --max-cost: US dollars one run may spend before it stops (0: no limit)."
-    ).tag(config=True)
-    max_total_tokens = Int(
-        0, help="Default --max-total-tokens: input + output tokens of one run before it stops (0: no limit)."
-    ).tag(config=True)
+    max_cost = Float(0.0, help=option_help("--max-cost")).tag(config=True)
+    max_total_tokens = Int(0, help=option_help("--max-total-tokens")).tag(config=True)
     max_conversation_cost = Float(
         0.0,
         help="US dollars the runs of one conversation may spend together (counted from its first run in "
@@ -174,9 +258,10 @@ class PiConfig(Configurable):
     ).tag(config=True)
     timeout = Float(
         DEFAULT_TIMEOUT_S,
-        help="Default --timeout: seconds a model request may go without an answer (to connect, for "
-        "the reply to begin, between two pieces of a streamed reply) before it fails, as Pi's "
-        "httpIdleTimeoutMs; 0: no limit.",
+        help=option_help(
+            "--timeout", " (to connect, for the reply to begin, between two pieces of a streamed reply), "
+            "as Pi's httpIdleTimeoutMs"
+        ),
     ).tag(config=True)
 
     @classmethod
@@ -262,45 +347,23 @@ def check_approvals(value: Any) -> dict[str, Policy]:
 
 
 def _parser() -> MagicArgumentParser:
+    """The ``%%pi`` line's parser, made from ``OPTIONS``."""
     # ``%pi``: IPython's help formatter puts one more "%" before the prog, so ``%%pi?`` reads
-    # ``%%pi [--model MODEL] ...`` (with "%%pi" it read "%%%pi").
+    # ``%%pi [--model provider:id] ...`` (with "%%pi" it read "%%%pi").
     parser = MagicArgumentParser(prog="%pi", description="Run a prompt through the agent.")  # type: ignore[no-untyped-call]
-    add = parser.add_argument
-    add("--model", help="provider:id")
-    add("--thinking", choices=list(THINKING_LEVELS), help="thinking level")
-    add("--system", help="system prompt of this conversation")
-    add("--tools", help="all|none|read|write|comma list of tool names (MCP: SERVER__TOOL, SERVER__*)")
-    add("--approve", choices=list(POLICIES), help="approval policy for state-changing tools")
-    add("--new", action="store_true", help="start a fresh conversation")
-    add("--name", help="conversation name")
-    add("--text", action="store_true", help="plain-text output, no widgets")
-    add("--plan", action="store_true", help="plan first with read-only tools; run the plan after Run plan")
-    add(
-        "--plan-run",
-        action="store_true",
-        dest="plan_run",
-        help="plan first, then run the plan without asking (headless runs stop after the plan without it)",
-    )
-    add("--max-turns", type=int, dest="max_turns", help="stop after N model turns")
-    add("--temperature", type=float, help="sampling temperature, e.g. 0 for reproducible answers")
-    add("--seed", type=int, help="sampling seed, where the model's API has one")
-    add("--timeout", type=float, help="seconds a model request may go without an answer (0: no limit)")
-    add("--max-cost", dest="max_cost", metavar="USD", help="stop the run once it has spent this many dollars")
-    add(
-        "--max-total-tokens",
-        dest="max_total_tokens",
-        metavar="N",
-        help="stop the run once its requests have used N tokens, input and output (0: no limit)",
-    )
-    add(
-        "--raise-on-error",
-        action=argparse.BooleanOptionalAction,
-        dest="raise_on_error",
-        default=None,
-        help="raise after a run that ended in an error (default: in headless runs)",
-    )
-    add("--resume", action="store_true", help="continue this notebook's latest recorded conversation")
-    add("--replay", action="store_true", help="show the recorded answer instead of calling the model")
+    for option in OPTIONS:
+        first = option.help.split("\n")[0]
+        if option.kind == "flag":
+            parser.add_argument(option.flag, action="store_true", help=first)
+        elif option.kind == "switch":
+            parser.add_argument(
+                option.flag, action=argparse.BooleanOptionalAction, dest=option.dest, default=None, help=first
+            )
+        else:
+            parser.add_argument(
+                option.flag, dest=option.dest, metavar=option.metavar, type=option.type,
+                choices=list(option.choices) if option.choices else None, help=first,
+            )  # fmt: skip
     return parser
 
 

@@ -23,12 +23,13 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
+from ..runtime.budget import Budget
 from ..runtime.settings import AgentSessionSettings, RetrySettings
 from ..runtime.settings_file import PiSettings, read_pi_settings
 from ..session.compaction import CompactionSettings
 from .config import MODEL_ENV, PiConfig, timeout_ms
 
-__all__ = ["Effective", "effective", "session_settings"]
+__all__ = ["Effective", "conversation_budget", "effective", "session_settings"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,6 +120,12 @@ def session_settings(chosen: Effective, timeout: float) -> AgentSessionSettings:
         summary_timeout_ms=timeout_ms(timeout),
         default_thinking_level=chosen.default_thinking_level,
     )
+
+
+def conversation_budget(config: PiConfig) -> Budget | None:
+    """What a conversation's runs may spend together (``c.PiMagics.max_conversation_*``)."""
+    cost, tokens = config.max_conversation_cost, config.max_conversation_tokens
+    return Budget(max_cost=cost or None, max_total_tokens=tokens or None) if cost or tokens else None
 
 
 def _model(config: PiConfig, pi: PiSettings) -> tuple[str, str]:

@@ -47,9 +47,10 @@ DrawRun = Callable[[str, "tuple[str, ...]"], "RunView | None"]
 
 SESSION_TRAITS = (
     "compact", "compact_reserve_tokens", "compact_keep_recent_tokens", "retries", "retry_base_delay",
-    "timeout",
+    "timeout", "max_conversation_cost", "max_conversation_tokens",
 )
-"""The ``c.PiMagics`` traits of a conversation's ``AgentSessionSettings`` (``SessionFiles.settings``)."""
+"""The ``c.PiMagics`` traits of a conversation's ``AgentSessionSettings`` (``SessionFiles.settings``)
+and of its budget."""
 
 MCP_INSTALL = "MCP servers need the mcp SDK: pip install 'pi-notebook[mcp]'"
 

@@ -52,6 +52,7 @@ from .events import (
 )
 from .extensions.runner import ExtensionRunner
 from .queue import SessionQueue, StreamingBehavior, user_message
+from .recording import WriteNotices
 from .resources.loader import ResourceLoader, Resources
 from .resources.session import SessionResources
 from .retry import AutoRetry
@@ -123,6 +124,7 @@ class AgentSession(SessionControl):
         )
         self._resources = SessionResources(resources, self.cwd)
         self._unsubscribe_agent = agent.subscribe(self._handle_agent_event)
+        self._write_notices = WriteNotices(session_manager, self._emit, lambda: self._listeners)
 
     def _summary_timeout_ms(self) -> int | None:
         run = self._run
@@ -351,6 +353,7 @@ class AgentSession(SessionControl):
         a conversation whose budget is spent a ``RuntimeError``. With extensions, ``/name
         args`` runs their command ``name`` instead, and their ``input`` handlers see the text
         first; then ``/skill:name`` and ``/template`` expand as Pi expands them."""
+        self._write_notices.flush()  # a session file problem nobody was told of yet
         prepared = await self._ext.prepare(text, list(images or ()), streaming_behavior)
         if prepared is None:
             return
@@ -544,5 +547,6 @@ class AgentSession(SessionControl):
         self.dispose()
 
     def dispose(self) -> None:
-        """Stop listening to the agent; the session's listeners stay registered but hear nothing."""
+        """Stop listening to the agent and the session file; the listeners then hear nothing."""
         self._unsubscribe_agent()
+        self._write_notices.stop()

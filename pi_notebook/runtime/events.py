@@ -29,6 +29,7 @@ __all__ = [
     "QueueUpdateEvent",
     "SessionAgentEndEvent",
     "SessionInfoChangedEvent",
+    "SessionWriteEvent",
     "SummarizationRetryAttemptStartEvent",
     "SummarizationRetryFinishedEvent",
     "SummarizationRetryScheduledEvent",
@@ -188,6 +189,18 @@ class BudgetReachedEvent(_SessionEvent):
 
 
 @dataclass(slots=True)
+class SessionWriteEvent(_SessionEvent):
+    """The session file cannot be written (``write_failed``: the conversation goes on in
+    memory), is written again (``write_recovered``), or another process writes it too
+    (``shared``); ``text`` is the one line that says so. An event Pi does not have: Pi's
+    session throws on a failed write."""
+
+    kind: str
+    text: str
+    type: Literal["session_write"] = "session_write"
+
+
+@dataclass(slots=True)
 class ThinkingLevelChangedEvent(_SessionEvent):
     level: str
     type: Literal["thinking_level_changed"] = "thinking_level_changed"
@@ -208,6 +221,7 @@ AgentSessionEvent: TypeAlias = (
     | SummarizationRetryFinishedEvent
     | EntryAppendedEvent
     | SessionInfoChangedEvent
+    | SessionWriteEvent
     | ThinkingLevelChangedEvent
 )
 

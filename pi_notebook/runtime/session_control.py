@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from .compaction import Compactor
     from .events import AgentSessionEvent
     from .queue import SessionQueue
+    from .recording import WriteNotices
     from .session_extensions import SessionExtensions
     from .settings import AgentSessionSettings
 
@@ -88,6 +89,7 @@ class SessionControl:
         settings: AgentSessionSettings
         _default_thinking_level: str
         _recorder: SessionRecorder
+        _write_notices: WriteNotices
         _compactor: Compactor
         _queue: SessionQueue
         _ext: SessionExtensions
@@ -176,6 +178,7 @@ class SessionControl:
             raise RuntimeError(SWITCH_BUSY)
         self.session_manager = manager
         self._recorder = SessionRecorder(manager)
+        self._write_notices.use(manager)  # what the new file says about itself
         self._compactor.manager = manager
         self._last_assistant = None
         self._queue.clear()

@@ -26,14 +26,13 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import tempfile
 import time
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..ai.levels import THINKING_LEVELS
 from ..session.compaction import CompactionSettings
-from ..session.storage import get_agent_dir
+from ..session.storage import get_agent_dir, write_atomic
 from .settings import AgentSessionSettings, RetrySettings
 
 __all__ = [
@@ -164,6 +163,9 @@ def _parse_file(path: str) -> PiSettings:
             data = _loads(handle.read())
     except OSError as exc:
         return PiSettings(path, problems=(f"cannot read {path} ({exc.strerror}); Pi's defaults apply",))
+    except RecursionError:
+        problem = f"{path} is nested too deeply to read; it is ignored, fix it or delete it"
+        return PiSettings(path, exists=True, problems=(problem,))
     except ValueError as exc:  # JSONDecodeError and UnicodeDecodeError are ValueErrors
         reason = exc.msg if isinstance(exc, json.JSONDecodeError) else type(exc).__name__
         where = f" at line {exc.lineno} column {exc.colno}" if isinstance(exc, json.JSONDecodeError) else ""
@@ -172,7 +174,11 @@ def _parse_file(path: str) -> PiSettings:
     if not isinstance(data, dict):
         problem = f"{path} must hold a JSON object, not {_json_type(data)}; it is ignored"
         return PiSettings(path, exists=True, problems=(problem,))
-    return _from_object(path, data)
+    try:
+        return _from_object(path, data)
+    except RecursionError:  # a value deep enough to parse but not to show
+        problem = f"{path} is nested too deeply to read; it is ignored, fix it or delete it"
+        return PiSettings(path, exists=True, problems=(problem,))
 
 
 def _loads(text: str) -> Any:
@@ -277,7 +283,7 @@ def save_default_model(provider: str, model_id: str, agent_dir: str | None = Non
         data = _current(path)
         data["defaultProvider"] = provider
         data["defaultModel"] = model_id
-        _write_atomic(path, json.dumps(data, indent=2, ensure_ascii=False))
+        write_text_atomic(path, json.dumps(data, indent=2, ensure_ascii=False))
     return path
 
 
@@ -294,33 +300,29 @@ def _current(path: str) -> dict[str, Any]:
         return {}  # Pi treats an empty file as no settings
     try:
         data = _loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):
         raise SettingsWriteError(f"{path} is not valid JSON; fix or delete it, then save again") from None
     if not isinstance(data, dict):
         raise SettingsWriteError(f"{path} must hold a JSON object; fix or delete it, then save again")
     return data
 
 
-def _write_atomic(path: str, text: str) -> None:
-    directory = os.path.dirname(path)
+def write_text_atomic(path: str, text: str) -> None:
+    """Replace ``path`` with ``text`` (UTF-8) through a temporary file in the same folder, fsynced
+    and renamed over it, keeping the file's mode (a new file gets what Pi's ``writeFileSync``
+    would create). A failed write leaves the old file as it was; raises ``SettingsWriteError``."""
     try:
         mode = os.stat(path).st_mode & 0o777
     except FileNotFoundError:
         umask = os.umask(0)
         os.umask(umask)
-        mode = 0o666 & ~umask  # what Pi's writeFileSync would create
-    fd, tmp = tempfile.mkstemp(dir=directory, prefix=".settings.json.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.chmod(tmp, mode)
-        os.replace(tmp, path)
+        mode = 0o666 & ~umask
     except OSError as exc:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
         raise SettingsWriteError(f"cannot write {path} ({exc.strerror}); nothing was saved") from None
+    try:
+        write_atomic(path, text.encode("utf-8"), mode)
+    except OSError as exc:
+        raise SettingsWriteError(f"cannot write {path} ({exc.strerror or exc}); nothing was saved") from None
 
 
 class PiFileLock:

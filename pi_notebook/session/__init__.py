@@ -65,7 +65,13 @@ from .entries import (
     entry_to_dict,
     parse_entry,
 )
-from .listing import SessionInfo, find_most_recent_session, list_all_sessions, list_sessions
+from .listing import (
+    SessionInfo,
+    find_most_recent_session,
+    list_all_sessions,
+    list_sessions,
+    read_custom_data,
+)
 from .manager import SessionFormatWarning, SessionManager, SessionTreeNode
 from .messages import bash_execution_to_text, convert_to_llm
 from .recorder import SessionRecorder, replay, resume
@@ -81,6 +87,7 @@ from .storage import (
     redact_strings,
 )
 from .summary_text import serialize_conversation
+from .writer import SessionWriteWarning, WriteNotice
 
 __all__ = [
     "CURRENT_SESSION_VERSION",
@@ -118,9 +125,11 @@ __all__ = [
     "SessionMessage",
     "SessionRecorder",
     "SessionTreeNode",
+    "SessionWriteWarning",
     "SummaryRequest",
     "ThinkingLevelChangeEntry",
     "UnknownEntry",
+    "WriteNotice",
     "bash_execution_to_text",
     "branch_with_generated_summary",
     "build_context_entries",
@@ -149,6 +158,7 @@ __all__ = [
     "parse_entry",
     "prepare_branch_entries",
     "prepare_compaction",
+    "read_custom_data",
     "redact_strings",
     "replay",
     "resume",

@@ -92,7 +92,7 @@ _ROLE_TAGS = frozenset(
 
 def _role_tag(value: Any) -> str:
     role = value.get("role") if isinstance(value, dict) else getattr(value, "role", None)
-    return role if role in _ROLE_TAGS else "other"
+    return role if isinstance(role, str) and role in _ROLE_TAGS else "other"
 
 
 SessionMessage: TypeAlias = Annotated[
@@ -303,7 +303,7 @@ def parse_entry(data: dict[str, Any]) -> SessionEntry:
     Raises ``ValidationError`` when a known type does not have Pi's shape.
     """
     kind = data.get("type")
-    if kind not in ENTRY_TYPES:
+    if not isinstance(kind, str) or kind not in ENTRY_TYPES:
         return UnknownEntry(raw=data)
     if kind == "message":
         message = data.get("message")

@@ -9,6 +9,7 @@ is none), so a session sorts by conversation activity rather than by file writes
 from __future__ import annotations
 
 import json
+import math
 import os
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -39,21 +40,26 @@ def _text_of(content: Any) -> str:
         return content
     if not isinstance(content, list):
         return ""
-    return " ".join(b.get("text", "") for b in content if isinstance(b, dict) and b.get("type") == "text")
+    texts = (b.get("text") for b in content if isinstance(b, dict) and b.get("type") == "text")
+    return " ".join(t for t in texts if isinstance(t, str))
 
 
 def _activity_ms(entry: dict[str, Any], message: dict[str, Any]) -> int | None:
     if message.get("role") not in ("user", "assistant") or "content" not in message:
         return None
     stamp = message.get("timestamp")
-    if isinstance(stamp, int | float) and not isinstance(stamp, bool):
+    if isinstance(stamp, int | float) and not isinstance(stamp, bool) and math.isfinite(stamp):
         return int(stamp)
     value = entry.get("timestamp")
     return iso_to_ms(value) or None if isinstance(value, str) else None
 
 
 def _dt(ms: int) -> datetime:
-    return datetime.fromtimestamp(ms / 1000, UTC)
+    """A time from epoch milliseconds; one out of range (a hostile or broken file) is the epoch."""
+    try:
+        return datetime.fromtimestamp(ms / 1000, UTC)
+    except (OverflowError, OSError, ValueError):
+        return datetime.fromtimestamp(0, UTC)
 
 
 def _rows(path: str) -> list[dict[str, Any]]:
@@ -64,7 +70,7 @@ def _rows(path: str) -> list[dict[str, Any]]:
                 continue
             try:
                 value = json.loads(raw)
-            except ValueError:
+            except (ValueError, RecursionError):  # bad bytes, torn or too deep: not counted
                 continue
             if isinstance(value, dict):
                 rows.append(value)
@@ -105,7 +111,7 @@ def read_session_info(path: str) -> SessionInfo | None:
         id=str(header.get("id")),
         cwd=header["cwd"] if isinstance(header.get("cwd"), str) else "",
         name=name,
-        parent_session_path=header.get("parentSession"),
+        parent_session_path=parent if isinstance(parent := header.get("parentSession"), str) else None,
         created=_dt(created_ms),
         modified=modified,
         message_count=count,
@@ -151,6 +157,32 @@ def list_all_sessions(session_dir: str | None = None) -> list[SessionInfo]:
         infos = [i for d in dirs if os.path.isdir(d) for i in _infos(d)]
     infos.sort(key=lambda i: i.modified, reverse=True)
     return infos
+
+
+def read_custom_data(path: str, custom_type: str, max_lines: int = 50) -> dict[str, Any] | None:
+    """The ``data`` of the first ``custom`` entry of ``custom_type`` among the first ``max_lines``
+    lines of ``path`` (``{}`` when its data is not an object), ``None`` when there is none or
+    the file cannot be read. Any bytes, any nesting: a line it cannot parse is passed over."""
+    needle = json.dumps(custom_type).encode()
+    try:
+        with open(path, "rb") as handle:
+            for number, raw in enumerate(handle):
+                if number > max_lines:
+                    return None
+                if needle not in raw:
+                    continue
+                try:
+                    row = json.loads(raw)
+                except (ValueError, RecursionError):
+                    continue
+                if not isinstance(row, dict) or row.get("type") != "custom":
+                    continue
+                if row.get("customType") == custom_type:
+                    data = row.get("data")
+                    return data if isinstance(data, dict) else {}
+    except OSError:
+        return None
+    return None
 
 
 def find_most_recent_session(session_dir: str, cwd: str | None = None) -> str | None:

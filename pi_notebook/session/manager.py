@@ -8,6 +8,8 @@ Persistence follows Pi: nothing is written until the session holds an assistant 
 (sessions that never got a reply leave no file); then the header and all entries are written
 at once, and every later entry is appended as one fsynced line. An optional ``redact`` hook
 sees each entry's JSON object before it is written (the in-memory entries keep the original).
+Unlike Pi, a failed write never raises nor loses an entry (:mod:`.writer`: entries wait in
+memory, the failure is told once) and the folder is made by the first write, not on creation.
 """
 
 from __future__ import annotations
@@ -45,20 +47,21 @@ from .entries import (
 from .storage import (
     Redactor,
     SessionError,
-    append_lines,
     apply_redactor,
     assert_valid_session_id,
     create_file,
     default_session_dir,
     dumps_line,
     expand_path,
+    file_identity,
     file_size,
     load_session_file,
     read_header,
     resolve_path,
-    rewrite_file,
     session_file_name,
+    with_parent,
 )
+from .writer import FileState, SessionWriter, merge_plan
 
 _SUMMARY_ROLES = ("branchSummary", "compactionSummary")
 
@@ -75,7 +78,7 @@ class SessionTreeNode:
     label_timestamp: str | None = None
 
 
-class SessionManager:
+class SessionManager(FileState):
     """See the module docstring. Build one with :meth:`create`, :meth:`open`,
     :meth:`continue_recent`, :meth:`in_memory` or :meth:`fork_from`."""
 
@@ -102,12 +105,10 @@ class SessionManager:
         self._labels: dict[str, str] = {}
         self._label_times: dict[str, str] = {}
         self._leaf_id: str | None = None
-        self._flushed = False
         self._has_assistant = False
+        self._writer = SessionWriter(self._lines, self._merge_foreign)
         self.problems: list[str] = []
-        """What the last load skipped or did not understand, one line each."""
-        if persist and self._session_dir:
-            os.makedirs(self._session_dir, exist_ok=True)
+        """What the last load skipped, did not understand or repaired, one line each."""
         if session_file:
             self._set_session_file(session_file)
         else:
@@ -126,7 +127,7 @@ class SessionManager:
         redact: Redactor | None = None,
     ) -> SessionManager:
         """A new session of ``cwd`` (in Pi's default directory unless ``session_dir``)."""
-        directory = expand_path(session_dir) if session_dir else default_session_dir(cwd)
+        directory = expand_path(session_dir) if session_dir else default_session_dir(cwd, create=False)
         return cls(
             cwd, directory, None, True, session_id=session_id, parent_session=parent_session, redact=redact
         )
@@ -156,7 +157,7 @@ class SessionManager:
         """The most recently modified session of ``cwd``, or a new one."""
         from .listing import find_most_recent_session
 
-        directory = expand_path(session_dir) if session_dir else default_session_dir(cwd)
+        directory = expand_path(session_dir) if session_dir else default_session_dir(cwd, create=False)
         filter_cwd = session_dir is not None and directory != default_session_dir(cwd, create=False)
         recent = find_most_recent_session(directory, cwd if filter_cwd else None)
         return cls(cwd, directory, recent, True, redact=redact)
@@ -206,13 +207,13 @@ class SessionManager:
 
     def _set_session_file(self, session_file: str) -> None:
         path = resolve_path(session_file)
-        self._session_file = path
-        if not os.path.exists(path):
+        if not os.path.lexists(path):
             self.new_session()
             self._session_file = path
+            self._writer.reset(path, flushed=False)
             return
-        loaded = load_session_file(path)
-        self.problems = loaded.problems
+        identity = file_identity(path)  # before reading: a write in between is seen as another's
+        loaded = load_session_file(path)  # a folder, a loop, no permission: SessionError
         if loaded.header is None:
             if file_size(path) > 0:
                 raise SessionError(
@@ -221,15 +222,18 @@ class SessionManager:
                 )
             self.new_session()
             self._session_file = path
+            self._writer.reset(path, flushed=True)
             self._rewrite()
-            self._flushed = True
             return
+        self._session_file = path
         self._header = loaded.header
         self._entries = loaded.entries
+        self._build_index()
+        self._writer.reset(path, flushed=True)
+        self._writer.identity, self._writer.last_written = identity, self._leaf_id
+        self.problems = loaded.problems
         if loaded.migrated:
             self._rewrite()
-        self._build_index()
-        self._flushed = True
         if self.problems:
             _warn(path, self.problems)
 
@@ -246,11 +250,11 @@ class SessionManager:
         )
         self._entries = []
         self._build_index()
-        self._flushed = False
         self.problems = []
         if self._persist:
             name = session_file_name(self._header.timestamp, self._header.id)
             self._session_file = os.path.join(self._session_dir, name)
+        self._writer.reset(self._session_file if self._persist else None, flushed=False)
         return self._session_file
 
     def _build_index(self) -> None:
@@ -290,21 +294,32 @@ class SessionManager:
 
     def _rewrite(self) -> None:
         if self._persist and self._session_file:
-            rewrite_file(self._session_file, self._all_lines())
+            self._writer.rewrite(self._all_lines())
 
-    def _write(self, entry: SessionEntry) -> None:
+    def _write(self, entry: SessionEntry | None) -> None:
+        """Write ``entry`` (and whatever is still pending); a failure is the writer's to tell."""
+        writer = self._writer
         if not self._persist or not self._session_file:
             return
-        if not self._has_assistant:
-            # Pi keeps a session without a reply in memory; an already written file grows.
-            if self._flushed:
-                append_lines(self._session_file, self._lines([entry]))
+        if entry is not None:
+            writer.pending.append(entry)
+        if writer.flushed and writer.append():
             return
-        if not self._flushed:
-            create_file(self._session_file, self._all_lines())
-            self._flushed = True
-        else:
-            append_lines(self._session_file, self._lines([entry]))
+        if not writer.flushed and self._has_assistant:  # Pi keeps a session without a reply in memory
+            writer.create(self._all_lines())
+
+    def _merge_foreign(self, file_entries: list[SessionEntry]) -> int:
+        """Another process wrote our file: its new entries join the tree (``merge_plan``)."""
+        w = self._writer
+        foreign, moved = merge_plan(self._entries, w.pending, w.last_written, file_entries)
+        for entry in foreign:
+            self._entries.append(entry)
+            self._by_id[entry.id] = entry
+            if isinstance(entry, LabelEntry):
+                self._set_label(entry)
+        if moved is not None:
+            self._entries[self._entries.index(moved[0])] = self._by_id[moved[1].id] = moved[1]
+        return len(foreign)
 
     def _append(self, entry: SessionEntry) -> str:
         self._entries.append(entry)
@@ -545,7 +560,7 @@ class SessionManager:
         for entry in path:
             if isinstance(entry, LabelEntry):
                 continue  # labels are re-created below; entries after them are re-chained
-            kept.append(_with_parent(entry, parent))
+            kept.append(with_parent(entry, parent))
             parent = entry.id
         ids = {e.id for e in kept}
         previous_file = self._session_file
@@ -572,17 +587,10 @@ class SessionManager:
         self._session_file = os.path.join(
             self._session_dir, session_file_name(self._header.timestamp, self._header.id)
         )
-        self._flushed = False
-        if self._has_assistant:
-            create_file(self._session_file, self._all_lines())
-            self._flushed = True
+        self._writer.reset(self._session_file, flushed=False)
+        self._writer.pending = list(self._entries)
+        self._write(None)
         return self._session_file
-
-
-def _with_parent(entry: SessionEntry, parent: str | None) -> SessionEntry:
-    if isinstance(entry, UnknownEntry):
-        return UnknownEntry(raw={**entry.raw, "parentId": parent})
-    return entry.model_copy(update={"parent_id": parent})
 
 
 def _warn(path: str, problems: list[str]) -> None:

@@ -12,20 +12,38 @@ understand (:attr:`LoadedSession.problems`) and rewrites migrated files atomical
 
 Writing: every line is one ``os.write`` of the whole ``\\n``-terminated line followed by
 ``fsync``, so an entry whose append returned survives a killed process; a file whose last
-line was torn gets a newline first, so the torn fragment cannot swallow the next entry.
+line was torn gets a newline first, so the torn fragment cannot swallow the next entry. An
+append that fails part-way (full disk, ``KeyboardInterrupt``) truncates the file back to its
+size before; a create that fails removes the partial file; a rewrite goes through a temporary
+file in the same folder (:func:`write_atomic`). Appends hold an exclusive ``flock``.
+
+Reading never raises for what a line holds (bytes that are not UTF-8, JSON nested deeper than
+Python's recursion limit, shapes it does not know): the line is skipped or kept as unknown,
+and an entry whose parent is missing is attached to the entry before it
+(:func:`reattach_orphans`); each such thing is one line in ``problems``. A folder whose
+encoded name is over 255 bytes gets a hashed one (:func:`session_dir_name`).
 An optional :data:`Redactor` sees each entry's JSON object just before it is written.
 """
 
 from __future__ import annotations
 
+import contextlib
 import copy
+import errno
+import hashlib
 import json
 import os
 import re
-from collections.abc import Callable, Iterable, Sequence
+import uuid
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+try:  # POSIX: writers of this package take turns on a session file
+    import fcntl
+except ImportError:  # pragma: no cover - Windows: no lock
+    fcntl = None  # type: ignore[assignment]
 
 from .entries import (
     CURRENT_SESSION_VERSION,
@@ -82,9 +100,24 @@ def encode_cwd(cwd: str) -> str:
     return "--" + re.sub(r"[/\\:]", "-", re.sub(r"^[/\\]", "", resolved)) + "--"
 
 
+MAX_NAME_BYTES = 255
+"""The longest file name most file systems take."""
+
+
+def session_dir_name(cwd: str) -> str:
+    """:func:`encode_cwd`, or for a folder whose encoded name is over 255 bytes (Pi cannot
+    record there at all) its first 200 bytes and a hash of the whole: ``--home-me-…-1a2b…--``."""
+    name = encode_cwd(cwd)
+    raw = name.encode("utf-8", "surrogateescape")
+    if len(raw) <= MAX_NAME_BYTES:
+        return name
+    digest = hashlib.sha256(raw).hexdigest()[:16]
+    return raw[:200].decode("utf-8", "ignore") + f"-{digest}--"
+
+
 def default_session_dir(cwd: str, agent_dir: str | None = None, create: bool = True) -> str:
     """Where the sessions of ``cwd`` live (created unless ``create=False``)."""
-    directory = os.path.join(resolve_path(agent_dir or get_agent_dir()), "sessions", encode_cwd(cwd))
+    directory = os.path.join(resolve_path(agent_dir or get_agent_dir()), "sessions", session_dir_name(cwd))
     if create:
         os.makedirs(directory, exist_ok=True)
     return directory
@@ -111,9 +144,15 @@ def _loads_row(number: int, raw: bytes, last: int, problems: list[str]) -> dict[
     """One line as a JSON object, or ``None`` with the reason added to ``problems``."""
     try:
         value = json.loads(raw)
+    except UnicodeDecodeError:
+        problems.append(f"line {number}: not UTF-8 text (a torn or foreign write), skipped")
+        return None
     except ValueError:
         torn = number == last
         problems.append(f"line {number}: {'torn last line' if torn else 'not valid JSON'}, skipped")
+        return None
+    except RecursionError:
+        problems.append(f"line {number}: JSON nested too deeply to read, skipped")
         return None
     if not isinstance(value, dict):
         problems.append(f"line {number}: not a JSON object, skipped")
@@ -125,13 +164,28 @@ def _is_header(value: dict[str, Any]) -> bool:
     return value.get("type") == "session" and isinstance(value.get("id"), str)
 
 
+def read_session_bytes(path: str) -> bytes:
+    """The bytes of a session file, or :class:`SessionError` saying why it cannot be read (a
+    folder, a symlink loop, no permission) and what to do."""
+    try:
+        with open(path, "rb") as f:
+            return f.read()
+    except OSError as exc:
+        raise SessionError(
+            f"cannot read session file {path} ({exc.strerror or exc}); "
+            "pass the path of a readable .jsonl file"
+        ) from None
+
+
 def load_session_file(path: str) -> LoadedSession:
     """Parse ``path``; ``header is None`` when its first parsed line is not a session header.
 
-    Never raises for the content of a line: what it skips or does not know is in ``problems``.
+    Never raises for the content of a line (any bytes, any nesting): what it skips, does not
+    know or repairs is in ``problems``. An entry whose parent is not in the file (the parent's
+    write was torn) is attached to the entry before it, so the history before the tear stays
+    reachable from the last entry. A file that cannot be read raises :class:`SessionError`.
     """
-    with open(path, "rb") as f:
-        lines = f.read().split(b"\n")
+    lines = read_session_bytes(path).split(b"\n")
     problems: list[str] = []
     rows: list[tuple[int, dict[str, Any]]] = []
     for number, raw in enumerate(lines, 1):
@@ -154,7 +208,12 @@ def load_session_file(path: str) -> LoadedSession:
         entries = [e for number, value in rows[1:] if (e := _parse_row(number, value, problems))]
     else:
         entries = _parse_lines(lines, first, problems)
-    header = SessionHeader.model_validate(rows[0][1])
+    try:
+        header = SessionHeader.model_validate(rows[0][1])
+    except (ValidationError, RecursionError):
+        problems.append(f"line {first}: the session header does not have Pi's shape")
+        return LoadedSession(header=None, problems=problems)
+    entries = reattach_orphans(entries, problems)
     if header.version > CURRENT_SESSION_VERSION:
         problems.insert(
             0,
@@ -177,7 +236,7 @@ def _parse_lines(lines: list[bytes], first: int, problems: list[str]) -> list[Se
         try:
             entries.append(adapter.validate_json(raw))
             continue
-        except ValidationError:
+        except (ValidationError, RecursionError):
             pass
         value = _loads_row(number, raw, len(lines), problems)
         entry = _parse_row(number, value, problems) if value is not None else None
@@ -199,6 +258,9 @@ def _parse_row(number: int, value: dict[str, Any], problems: list[str]) -> Sessi
         return None
     try:
         entry = parse_entry(value)
+    except RecursionError:
+        problems.append(f"line {number}: {_describe(kind)} is nested too deeply to read, skipped")
+        return None
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first.get("loc", ()))
@@ -214,6 +276,41 @@ def _parse_row(number: int, value: dict[str, Any], problems: list[str]) -> Sessi
 
 def _describe(kind: str) -> str:
     return f"{kind!r} entry"
+
+
+def problems_line(name: str, problems: Sequence[str]) -> str | None:
+    """``problems`` of the session file ``name`` as one line, ``None`` when there are none."""
+    if not problems:
+        return None
+    more = f" (and {len(problems) - 2} more)" if len(problems) > 2 else ""
+    return f"Session file {name}: {'; '.join(problems[:2])}{more}."
+
+
+def with_parent(entry: SessionEntry, parent: str | None) -> SessionEntry:
+    """``entry`` with another ``parentId`` (a copy)."""
+    if isinstance(entry, UnknownEntry):
+        return UnknownEntry(raw={**entry.raw, "parentId": parent})
+    return entry.model_copy(update={"parent_id": parent})
+
+
+def reattach_orphans(entries: list[SessionEntry], problems: list[str]) -> list[SessionEntry]:
+    """Entries whose parent is in none of ``entries`` (its line was torn or skipped) get the
+    entry before them in file order as parent (the root when there is none); one line in
+    ``problems`` says how many. Pi stops a resume at such a gap and drops what came before."""
+    ids = {e.id for e in entries}
+    out: list[SessionEntry] = []
+    moved = 0
+    for entry in entries:
+        orphan = entry.parent_id is not None and entry.parent_id not in ids
+        out.append(with_parent(entry, out[-1].id if out else None) if orphan else entry)
+        moved += orphan
+    if moved:
+        problems.append(
+            f"{moved} {'entry follows an entry' if moved == 1 else 'entries follow entries'} missing "
+            "from the file (a write torn by a crash or a full disk): attached to the entry before, "
+            "so the history before the tear is kept"
+        )
+    return out
 
 
 # --- migrations (on raw dicts, in place) -----------------------------------------------------
@@ -304,10 +401,17 @@ def dumps_line(value: dict[str, Any]) -> bytes:
     return (json.dumps(value, ensure_ascii=False, separators=(",", ":")) + "\n").encode("utf-8")
 
 
+os_write: Callable[[int, bytes | memoryview], int] = os.write
+"""Every byte of a session file goes through this (``os.write``'s signature): tests replace it
+with a writer that fails part-way, as a full disk or a Ctrl-C in a slow write does."""
+
+
 def _write_all(fd: int, data: bytes) -> None:
     view = memoryview(data)
     while view:
-        written = os.write(fd, view)
+        written = os_write(fd, view)
+        if written <= 0:
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
         view = view[written:]
 
 
@@ -325,40 +429,104 @@ def _fsync_dir(path: str) -> None:
 
 
 def create_file(path: str, lines: Iterable[bytes]) -> None:
-    """Create ``path`` (it must not exist) holding ``lines``, durably."""
+    """Create ``path`` (it must not exist) holding ``lines``, durably; a write that fails
+    (full disk, interrupt) removes the partial file, so no empty or torn file is left behind."""
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     try:
         _write_all(fd, b"".join(lines))
         os.fsync(fd)
-    finally:
+    except BaseException:
         os.close(fd)
+        with contextlib.suppress(OSError):
+            os.unlink(path)
+        raise
+    os.close(fd)
     _fsync_dir(path)
 
 
-def append_lines(path: str, lines: Sequence[bytes]) -> None:
-    """Append whole lines to ``path`` and fsync; repairs a torn last line first."""
+FileIdentity = tuple[int, int, int, int]
+"""``(device, inode, size, mtime_ns)`` of a session file: another writer changes it."""
+
+
+def _identity(st: os.stat_result) -> FileIdentity:
+    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+
+
+def file_identity(path: str) -> FileIdentity | None:
+    try:
+        return _identity(os.stat(path))
+    except OSError:
+        return None
+
+
+class AppendHandle:
+    """A session file opened for appending under an exclusive ``flock`` (other writers of this
+    package wait; Pi does not lock). See :func:`open_append`."""
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+
+    def identity(self) -> FileIdentity:
+        return _identity(os.fstat(self.fd))
+
+    def append(self, lines: Sequence[bytes]) -> FileIdentity:
+        """Append whole lines and fsync; returns the file's identity after. A torn last line
+        gets a newline first. A write that fails part-way (full disk, ``KeyboardInterrupt``)
+        truncates the file back to its size before, so it never ends in a torn entry."""
+        size = os.fstat(self.fd).st_size
+        prefix = b"\n" if size and os.pread(self.fd, 1, size - 1) != b"\n" else b""
+        try:
+            _write_all(self.fd, prefix + b"".join(lines))
+            os.fsync(self.fd)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.ftruncate(self.fd, size)
+            raise
+        return self.identity()
+
+
+@contextlib.contextmanager
+def open_append(path: str) -> Iterator[AppendHandle]:
+    """``path`` opened for appending and locked until the block ends."""
     fd = os.open(path, os.O_RDWR | os.O_APPEND)
     try:
-        size = os.fstat(fd).st_size
-        prefix = b""
-        if size and os.pread(fd, 1, size - 1) != b"\n":
-            prefix = b"\n"
-        _write_all(fd, prefix + b"".join(lines))
-        os.fsync(fd)
+        if fcntl is not None:
+            with contextlib.suppress(OSError):  # a file system without locks: append unlocked
+                fcntl.flock(fd, fcntl.LOCK_EX)
+        yield AppendHandle(fd)
     finally:
-        os.close(fd)
+        os.close(fd)  # releases the lock
+
+
+def append_lines(path: str, lines: Sequence[bytes]) -> None:
+    """Append whole lines to ``path`` and fsync (see :meth:`AppendHandle.append`)."""
+    with open_append(path) as handle:
+        handle.append(lines)
 
 
 def rewrite_file(path: str, lines: Iterable[bytes]) -> None:
-    """Replace ``path`` atomically (temporary file, fsync, rename)."""
-    tmp = f"{path}.{os.getpid()}.tmp"
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    """Replace ``path`` atomically (temporary file in the same folder, fsync, rename); a failed
+    write leaves the old file as it was and no temporary file."""
+    write_atomic(path, b"".join(lines), 0o600)
+
+
+def write_atomic(path: str, data: bytes, mode: int = 0o600) -> None:
+    """Replace ``path`` with ``data``: written to a temporary file in the same folder, fsynced,
+    renamed over ``path`` (so a reader sees the old file or the new one, never a torn one).
+    On any failure the temporary file is removed and ``path`` is untouched."""
+    tmp = f"{path}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
     try:
-        _write_all(fd, b"".join(lines))
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    os.replace(tmp, path)
+        try:
+            _write_all(fd, data)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
     _fsync_dir(path)
 
 
@@ -377,7 +545,7 @@ def read_header(path: str) -> dict[str, Any] | None:
             continue
         try:
             value = json.loads(raw)
-        except ValueError:
+        except (ValueError, RecursionError):
             continue
         return value if isinstance(value, dict) and _is_header(value) else None
     return None

@@ -483,7 +483,7 @@ def line(shell: Any, text: str) -> str:
 
 def test_the_cell_magic_help_names_it_with_two_percent_signs(ip: Any) -> None:
     doc = ip.find_cell_magic("pi").__doc__
-    assert "\n  %%pi [--model MODEL]" in doc
+    assert "\n  %%pi [--model provider:id]" in doc
     assert "%%%pi" not in doc
 
 

@@ -177,3 +177,20 @@ def test_a_warm_cell_reads_pis_settings_and_the_notebook_path_once(ip: Any, faux
     ok(result)
     assert ip.user_ns["_pi"].text == "again"
     assert (counted[notebook_path.__code__], counted[read_pi_settings.__code__]) == (1, 1)
+
+
+def test_a_python_prompt_honours_the_conversation_budget(ip: Any, faux: FauxRegistration) -> None:
+    """``c.PiMagics.max_conversation_tokens`` holds for ``await current().prompt(...)`` as for a
+    cell: the run stops at the budget and says why."""
+    magics = ip.magics_manager.registry["PiMagics"]
+    faux.set_responses(["one answer", "never"])
+    try:
+        magics.max_conversation_tokens = 1
+        ok(run(ip, "%pi model faux:faux-1")[0])
+        ok(run(ip, "import pi_notebook\nawait pi_notebook.current().prompt('hello')")[0])
+        session = pi_notebook.current()
+        assert session.budget_reason is not None
+        assert session.budget_reason.startswith("stopped: the conversation reached its budget of 1 token")
+    finally:
+        magics.max_conversation_tokens = 0
+    assert pi_notebook.current().budget is None  # the trait's change reaches the session at once

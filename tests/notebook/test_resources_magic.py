@@ -182,3 +182,15 @@ def test_project_settings_apply_only_when_trusted(ip: Any, project: dict[str, Pa
     assert state.defaults().thinking == "low"
     line(ip, "trust")
     assert state.defaults().thinking == "high"
+
+
+def test_status_counts_a_trusted_projects_retry_settings(ip: Any, project: dict[str, Path]) -> None:
+    """``%pi status`` works out the timeout bound from the settings a cell gets: a trusted
+    project's ``retry`` keys included (it used to read Pi's global file only)."""
+    write(project["folder"] / ".pi" / "settings.json", json.dumps({"retry": {"maxRetries": 1}}))
+    magics = ip.magics_manager.registry["PiMagics"]
+    magics.retries = magics.trait_defaults("retries")  # the fixture's 0 would win over the file
+    ip.config.PiMagics.pop("retries", None)
+    line(ip, "trust")
+    status = line(ip, "status")
+    assert "(2 attempts and the retry waits)" in status, status

@@ -168,3 +168,33 @@ def test_create_branched_session_re_chains_around_labels_and_keeps_them() -> Non
     assert [(e.type, e.parent_id) for e in entries] == [("message", None), ("message", a), ("label", b)]
     assert m.get_label(a) == "first"
     assert m.get_header().parent_session is None
+
+
+def test_latest_compaction_follows_appends_branches_and_resets() -> None:
+    """``latest_compaction`` answers as a walk of ``get_branch`` would, though it remembers its
+    answers per entry."""
+    from pi_notebook.session.entries import CompactionEntry
+
+    def walked(m: SessionManager) -> object:
+        found = [e for e in m.get_branch() if isinstance(e, CompactionEntry)]
+        return found[-1] if found else None
+
+    m = SessionManager.in_memory()
+    assert m.latest_compaction() is None
+    a = m.append_message(user("a"))
+    m.append_message(assistant(text("b")))
+    assert m.latest_compaction() is None
+    first = m.append_compaction("S1", a, 10)
+    assert m.latest_compaction() is m.get_entry(first) is walked(m)
+    m.append_message(user("c"))
+    second = m.append_compaction("S2", a, 20)
+    m.append_message(assistant(text("d")))
+    assert m.latest_compaction() is m.get_entry(second) is walked(m)
+    m.branch(first)  # back before the second compaction
+    assert m.latest_compaction() is m.get_entry(first) is walked(m)
+    m.append_message(user("e"))
+    assert m.latest_compaction() is m.get_entry(first) is walked(m)
+    m.reset_leaf()
+    assert m.latest_compaction() is None
+    m.append_message(user("f"))
+    assert m.latest_compaction() is None is walked(m)

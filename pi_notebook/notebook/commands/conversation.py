@@ -18,8 +18,8 @@ from IPython.core.error import UsageError
 from ...ai.levels import THINKING_LEVELS
 from ...ai.redact import redact_urls
 from ...runtime import AgentSession
-from ..config import DEFAULT_NAME, MODEL_ENV, PiConfig
-from ..defaults import effective
+from ..config import DEFAULT_NAME, MODEL_ENV, PiConfig, options_help
+from ..defaults import Effective
 from ..host.compat import can_await
 from ..options import model_option
 from ..result import sum_usage
@@ -39,26 +39,9 @@ from .show import show_cmd
 from .undo import undo_command
 from .usage import usage_command
 
-HELP = """\
+HELP = f"""\
 %%pi [options]            ask the agent; the cell body is the prompt
-  --model provider:id     model (default: c.PiMagics.model, $PI_NOTEBOOK_MODEL, Pi's settings.json)
-  --thinking LEVEL        off|minimal|low|medium|high|xhigh|max
-  --system TEXT           system prompt of this conversation
-  --tools SPEC            all|none|read|write|comma list of tool names, MCP ones too
-                          (files__read_file, files__*: then only those MCP tools join)
-  --approve POLICY        ask|auto|deny for the tools that change state (delete_cells always asks)
-  --new                   start a fresh conversation
-  --name NAME             use (or create) the conversation NAME
-  --text                  plain-text output, no widgets
-  --max-turns N           stop after N model turns
-  --temperature T         sampling temperature (0 to 2), e.g. 0 for reproducible answers
-  --seed N                sampling seed (OpenAI-compatible chat completions only)
-  --timeout S             seconds a model request may go without an answer (default 300; 0: none)
-  --max-cost USD          stop the run once it has spent USD dollars (the model needs prices)
-  --max-total-tokens N    stop the run once its requests used N tokens, input + output
-  --[no-]raise-on-error   raise after a run that ended in an error (default: headless runs)
-  --resume                continue this notebook's latest recorded conversation first
-  --replay                show the recorded answer of this prompt; no model is called
+{options_help()}
   $`expr` in the prompt attaches a bounded summary of a kernel value.
 
 %pi [--name NAME] SUBCOMMAND
@@ -180,7 +163,7 @@ def _status_cmd(state: NotebookState, name: str | None, rest: str) -> None:
         f"tokens: {usage.input} in, {usage.output} out, {usage.cache_read} cache read, "
         f"{usage.cache_write} cache write; cost: ${usage.cost.total:.4f}",
         f"tools: {state.config.tools}",
-        f"timeout: {timeout_line(state.config)}",
+        f"timeout: {timeout_line(state.config, state.defaults())}",
         f"loop guard: {loop_guard_line(state.config.loop_guard)}",
         f"approve: {state.explain_approval(mode)}",
         *_approvals_lines(state),
@@ -219,9 +202,9 @@ def loop_guard_line(limit: int) -> str:
     return f"a run stops after {limit} identical tool calls in a row (c.PiMagics.loop_guard; 0: off)"
 
 
-def timeout_line(config: PiConfig) -> str:
-    """The request timeout a ``%%pi`` cell gets and what it adds up to with the retries."""
-    chosen = effective(config)  # the retries of c.PiMagics, else of Pi's settings.json
+def timeout_line(config: PiConfig, chosen: Effective) -> str:
+    """The request timeout a ``%%pi`` cell gets and what it adds up to with the retries
+    (``chosen``: the settings in force, a trusted project's included, as a cell gets them)."""
     bound = silent_server_bound(config.timeout, chosen.retries, chosen.retry_base_delay)
     if bound is None:
         return "none (a server that never answers is waited on until Stop or an interrupt)"

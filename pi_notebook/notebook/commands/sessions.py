@@ -115,13 +115,19 @@ def resume_cmd(state: NotebookState, name: str | None, rest: str) -> None:
         f"conversation {key!r} resumed from {os.path.basename(path)}: {count} messages, "
         f"model {model.provider}:{model.id}. The model will be told the kernel restarted."
     )
+    problem = state.conversations.session(key).session_manager.problem_line()
+    if problem:  # what the load skipped or repaired, one line
+        print(problem)
 
 
 def session_line(sessions: SessionFiles, session: AgentSession) -> str:
     """Where the conversation of ``session`` is recorded, for ``%pi status``."""
     if not sessions.recording:
         return "not recorded (c.PiMagics.record / $PI_NOTEBOOK_RECORD)"
-    path = session.session_file or ""
+    manager = session.session_manager
+    path = manager.session_file or ""
+    if manager.write_failure is not None:  # the disk refused: say so here too
+        return f"{path} (cannot be written now; {manager.unsaved_entries} entries wait in memory)"
     written = "" if os.path.exists(path) else " (written with the first answer)"
     return f"{path}{written}"
 

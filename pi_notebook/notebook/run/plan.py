@@ -23,10 +23,12 @@ from typing import Any
 
 from IPython.core.error import UsageError
 
+from ...ai.models import user_models_problem
 from ...ai.types import TextContent, UserMessage
 from ...runtime import AgentSession, AgentSessionSettings, Budget
 from ...runtime.budget import check_priced, reached
 from ..config import MODEL_ENV
+from ..defaults import conversation_budget as conversation_budget_of
 from ..defaults import session_settings
 from ..options import RunOptions
 from ..sessions.conversations import Conversation, use_model
@@ -143,7 +145,7 @@ def plan_run(
     gated = _gated_tools(state, options, session)
     approval = state.approval(options.approve, mode, gated)
     raise_on_error = mode.headless.headless if options.raise_on_error is None else options.raise_on_error
-    conversation_budget = _conversation_budget(state)
+    conversation_budget = conversation_budget_of(state.config)
     if not options.replay:
         _check_budgets(options, session, conversation_budget)
     policy_line = approval.notice if gated else None
@@ -194,7 +196,7 @@ def _setting_notices(
     """Lines that explain a setting: what is wrong with Pi's ``settings.json`` (each problem
     once), a ``--thinking`` level the model ignores (once per conversation and model), an
     ignored seed."""
-    lines = state.settings_notices(where.chosen.notices())
+    lines = state.settings_notices([*where.chosen.notices(), *filter(None, [user_models_problem()])])
     model = session.state.model
     level = options.thinking or session.thinking_level
     ignored = level != "off" and not model.reasoning
@@ -207,12 +209,6 @@ def _recording(state: NotebookState, options: RunOptions, session: AgentSession,
     model = session.model
     spec = f"{model.provider}:{model.id}" if model is not None else None
     return find_recording(state.sessions, options.name, prompt, spec, new=options.new)
-
-
-def _conversation_budget(state: NotebookState) -> Budget | None:
-    config = state.config
-    cost, tokens = config.max_conversation_cost, config.max_conversation_tokens
-    return Budget(max_cost=cost or None, max_total_tokens=tokens or None) if cost or tokens else None
 
 
 def _check_budgets(options: RunOptions, session: AgentSession, conversation: Budget | None) -> None:

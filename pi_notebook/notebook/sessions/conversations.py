@@ -155,7 +155,8 @@ class Conversations:
         except LookupError:
             return "Nothing recorded to resume for this notebook: a new conversation starts."
         count = self.resume(found.name, path)
-        return f"Resumed {os.path.basename(path)} ({count} messages)."
+        problem = found.session.session_manager.problem_line()  # what the load skipped or repaired
+        return f"Resumed {os.path.basename(path)} ({count} messages)." + (f" {problem}" if problem else "")
 
     def adopt(self, name: str | None, manager: SessionManager, *, restarted: bool) -> int:
         """Make ``manager`` (another file, or moved to another leaf) the conversation's session;
@@ -170,12 +171,16 @@ class Conversations:
         return len(found.session.messages)
 
     def configure(self) -> None:
-        """Give every conversation the session settings configured now (``c.PiMagics``
-        changed: ``NotebookState.config``)."""
+        """Give every conversation the session settings and the conversation budget configured
+        now (``c.PiMagics`` changed: ``NotebookState.config``)."""
+        from ..defaults import conversation_budget
+
         if self._by_name:
             settings = self._state.sessions.settings()
+            budget = conversation_budget(self._state.config)
             for found in self._by_name.values():
                 found.session.settings = settings
+                found.session.budget = budget
 
     def clear(self) -> None:
         """Forget every conversation (aborting active runs); the next use starts a new one and
@@ -231,6 +236,7 @@ class Conversations:
         from ...ai.entry import stream_simple
         from ...runtime import AgentSession
         from ...session import convert_to_llm
+        from ..defaults import conversation_budget
 
         state = self._state
         files = state.sessions
@@ -248,6 +254,7 @@ class Conversations:
             extensions=host.runner,
         )
         host.watch(session)
+        session.budget = conversation_budget(state.config)  # a prompt from Python honours it too
         found = self._by_name[name] = Conversation(name, session)
         session.subscribe(
             lambda event: self._message_ended(found, getattr(event, "message", None)), {"message_end"}

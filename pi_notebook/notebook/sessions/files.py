@@ -27,8 +27,8 @@ adds to it (``Conversations.begin`` writes it) and which recordings are this not
 
 from __future__ import annotations
 
-import json
 import os
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -41,9 +41,11 @@ from ...session import (
     CustomEntry,
     MessageEntry,
     Redactor,
+    SessionFormatWarning,
     SessionInfo,
     SessionManager,
     list_sessions,
+    read_custom_data,
     redact_strings,
 )
 from ...session.storage import default_session_dir
@@ -140,7 +142,11 @@ class SessionFiles:
         return SessionManager.create(folder, self.session_dir(), redact=self.redactor())
 
     def open_manager(self, path: str) -> SessionManager:
-        return SessionManager.open(path, redact=self.redactor())
+        """The session at ``path``; what its load skipped or repaired is its ``problem_line()``,
+        which the resume shows (not a Python warning)."""
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", SessionFormatWarning)
+            return SessionManager.open(path, redact=self.redactor())
 
     def settings(self) -> AgentSessionSettings:
         """Retry, compaction and the default thinking level as configured (``c.PiMagics``, else
@@ -220,23 +226,7 @@ def has_custom(manager: SessionManager, custom_type: str) -> bool:
 
 def read_tag(path: str) -> dict[str, Any] | None:
     """The ``pi-notebook`` entry's data of a session file (among its first lines), or ``None``."""
-    try:
-        with open(path, encoding="utf-8") as handle:
-            for number, line in enumerate(handle):
-                if number > 50:
-                    return None
-                if f'"{NOTEBOOK_ENTRY}"' not in line:
-                    continue
-                try:
-                    row = json.loads(line)
-                except ValueError:
-                    continue
-                if row.get("type") == "custom" and row.get("customType") == NOTEBOOK_ENTRY:
-                    data = row.get("data")
-                    return data if isinstance(data, dict) else {}
-    except OSError:
-        return None
-    return None
+    return read_custom_data(path, NOTEBOOK_ENTRY)
 
 
 def _pick(rows: list[Listed], choice: str, directory: str) -> str:

@@ -81,9 +81,9 @@ class ViewControls:
 
     on_stop: Callable[[], None]
     on_steer: Callable[[str], None]
-    """The "Send" button: ``agent.steer`` (injected after the current turn)."""
+    """The "Send" button: ``session.queue(text, "steer")`` (injected after the current turn)."""
     on_follow_up: Callable[[str], None]
-    """The "Queue" button: ``agent.follow_up`` (run when the agent would stop)."""
+    """The "Queue" button: ``session.queue(text, "follow_up")`` (run when the agent would stop)."""
 
 
 class _ViewBox(W.VBox):  # type: ignore[misc]

@@ -23,6 +23,10 @@ near the model's window): 12,345 tokens summarized.`` or the session's error lin
 
 A budget that stops the run (``budget_reached``): the session's one line, ``stopped: the run
 reached its budget of $0.50 ($0.52 spent)``, from the moment it stops.
+
+The session file (``session_write``): it cannot be written (the session's line and what to do,
+``PI_NOTEBOOK_RECORD=0`` included, once until it is written again), it is written again, or
+another kernel writes it too.
 """
 
 from __future__ import annotations
@@ -151,11 +155,22 @@ def _on_budget_reached(state: ViewState, event: Any) -> None:
     add_notice(state, event.reason, "budget")
 
 
+RECORD_HINT = "free space or fix the folder's permissions, or set PI_NOTEBOOK_RECORD=0 to stop recording"
+
+
+def _on_session_write(state: ViewState, event: Any) -> None:
+    """The session file cannot be written (once, with what to do), is written again, or is
+    shared with another kernel: one line, the answer shown as usual."""
+    text = f"{event.text}; {RECORD_HINT}." if event.kind == "write_failed" else event.text
+    add_notice(state, text, f"session-{event.kind}")
+
+
 SESSION_HANDLERS: dict[str, Callable[[ViewState, Any], None]] = {
     "auto_retry_start": _on_retry_start,
     "auto_retry_end": _on_retry_end,
     "budget_reached": _on_budget_reached,
     "compaction_start": _on_compaction_start,
     "compaction_end": _on_compaction_end,
+    "session_write": _on_session_write,
 }
 """The session's own events the view draws (``on_agent_start`` is the reducer's ``agent_start``)."""

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from ...session.storage import get_agent_dir
-from ..settings_file import PiFileLock, SettingsWriteError, read_pi_settings
+from ..settings_file import PiFileLock, SettingsWriteError, read_pi_settings, write_text_atomic
 
 __all__ = [
     "TRUST_FILE",
@@ -115,7 +115,7 @@ def _store(agent_dir: str | None) -> str:
 
 def _read_store(path: str) -> dict[str, bool | None]:
     try:
-        with open(path, encoding="utf-8") as handle:
+        with open(path, "rb") as handle:
             text = handle.read()
     except FileNotFoundError:
         return {}
@@ -123,8 +123,16 @@ def _read_store(path: str) -> dict[str, bool | None]:
         raise TrustStoreError(f"cannot read Pi's trust store {path} ({exc.strerror})") from None
     try:
         data = json.loads(text)
+    except UnicodeDecodeError:
+        reason = "not UTF-8 text"
+    except RecursionError:
+        reason = "nested too deeply"
     except ValueError as exc:
-        raise TrustStoreError(f"Failed to read trust store {path}: {exc}; fix or delete it") from None
+        reason = str(exc)
+    else:
+        reason = ""
+    if reason:
+        raise TrustStoreError(f"Failed to read trust store {path}: {reason}; fix or delete it")
     if not isinstance(data, dict):
         raise TrustStoreError(f"Invalid trust store {path}: expected an object; fix or delete it")
     for key, value in data.items():
@@ -209,8 +217,8 @@ def save_trust(updates: Iterable[tuple[str, bool | None]], agent_dir: str | None
                 else:
                     data[key] = decision
             ordered = {key: data[key] for key in sorted(data)}
-            with open(path, "w", encoding="utf-8") as handle:
-                handle.write(json.dumps(ordered, indent=2, ensure_ascii=False) + "\n")
+            # a temporary file renamed over the store: a failed write leaves every decision
+            write_text_atomic(path, json.dumps(ordered, indent=2, ensure_ascii=False) + "\n")
     except OSError as exc:
         raise TrustStoreError(f"cannot write Pi's trust store {path} ({exc.strerror or exc})") from None
     except SettingsWriteError as exc:  # the lock
