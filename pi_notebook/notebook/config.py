@@ -122,6 +122,9 @@ OPTIONS: tuple[Option, ...] = (
     Option("--new", "start a fresh conversation", kind="flag"),
     Option("--name", "use (or create) the conversation NAME", metavar="NAME"),
     Option("--text", "plain-text output, no widgets", kind="flag", trait="text"),
+    Option("--plan", "plan first with read-only tools; the plan runs after Run plan on its card\n"
+           "(headless: the run stops after the plan)", kind="flag", trait="plan"),
+    Option("--plan-run", "plan first, then run the plan without asking", kind="flag"),
     Option("--max-turns", "stop after N model turns (0: no limit)", metavar="N", type=int, trait="max_turns"),
     Option("--temperature", "sampling temperature (0 to 2), e.g. 0 for reproducible answers", metavar="T",
            type=float, trait="temperature"),
@@ -192,6 +195,7 @@ class PiConfig(Configurable):
         "same arguments); 0: off.",
     ).tag(config=True)
     text = Bool(False, help=option_help("--text")).tag(config=True)
+    plan = Bool(False, help=option_help("--plan")).tag(config=True)
     raise_on_error = Bool(
         None,
         allow_none=True,

@@ -70,6 +70,10 @@ class RunOptions:
         self.new: bool = ns.new
         self.name: str = ns.name or DEFAULT_NAME
         self.text: bool = ns.text or config.text
+        self.plan_run: bool = ns.plan_run
+        """``--plan-run``: run the plan as soon as it is made, without asking."""
+        self.plan: bool = ns.plan or ns.plan_run or config.plan
+        """Plan mode: this run only plans (read-only tools); ``planning.py`` runs the plan after."""
         max_turns = ns.max_turns if ns.max_turns is not None else (config.max_turns or None)
         if max_turns is not None and max_turns < 1:
             raise UsageError(f"--max-turns must be a positive integer, got {max_turns}")

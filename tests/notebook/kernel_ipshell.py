@@ -64,6 +64,7 @@ def ip_fixture(monkeypatch: pytest.MonkeyPatch) -> Iterator[InteractiveShell]:
                 "max_turns",
                 "loop_guard",
                 "text",
+                "plan",
                 "raise_on_error",
                 "temperature",
                 "retry_base_delay",

@@ -6,9 +6,12 @@ retries transient failures and compacts as Pi does. What the cell adds reaches t
 ``AgentRunOptions`` for this run only: the notebook and MCP tools, the approval gate, the turn
 limit and the loop guard (``loop_guard.py``), ``--temperature`` / ``--timeout`` / ``--seed``.
 The budgets (``--max-cost``, ``--max-total-tokens``, the conversation's) are the session's to
-keep: it stops the run when one is reached and says why (``budget_reached``).
-The user's ``Agent`` is never patched, so a hook the user sets during a run is still there
-after it.
+keep: it stops the run when one is reached and says why (``budget_reached``). The user's
+``Agent`` is never patched: a hook the user sets during a run is still there after it.
+
+A ``--plan`` cell is two runs of its conversation: one that plans with read-only tools, then,
+after Run plan on the plan card (or at once with ``--plan-run``), one that carries the plan
+out (``planning.py``).
 
 A page reloaded during the run gets the run back: in the run's own cell through the notebook
 bridge, else a page that shows the live widget from a notebook saved during the run sees it
@@ -71,6 +74,7 @@ from .errors import RunFailed, RunInterrupted, explain_error
 from .extension_ui import CellUI
 from .loop_guard import LoopGuard
 from .plan import RunPlan, plan_run, prepare_conversation, strip_markers
+from .planning import Plan, ask_plan, asking_for_plan, carry_out, execution_prompt, note_plan, plan_mode
 from .reattach import attach, shows_run
 from .reload import PageWatch
 from .requests import probe_local_server, run_options
@@ -134,6 +138,10 @@ class PiRun:
         """Stops showing this run to waiting ``%pi show`` requests (``kernel.queued``)."""
         self.mcp_tools: list[Any] | None = None
         """The MCP tools ``--tools`` chose (``select_mcp``); ``None``: every one, at the start."""
+        self.extra_tools: list[Any] = []
+        """Tools of this run only: ``plan_step`` while a plan runs (``planning.py``)."""
+        self.proposed: Plan | None = None
+        """The plan a ``--plan`` run's answer proposes (``note_plan``)."""
 
     # --- before the run (main thread) ---------------------------------------------------------
 
@@ -218,10 +226,12 @@ class PiRun:
             dispatch, self._interrupt_from_tool, model=held.model, headless=headless,
             comms=self._hears_comms(),
         )
-        own = [t for t in held.tools if not is_notebook_tool(t)]
+        # planning (--plan): the read-only notebook tools only (prepare_run chose them); the
+        # conversation's own tools and MCP tools may change state
+        own = [] if options.plan else [t for t in held.tools if not is_notebook_tool(t)]
         mcp = self.mcp_tools if self.mcp_tools is not None else await self.state.mcp_tools()
-        mcp = [] if options.no_tools else mcp
-        every = own + tools.build(options.tools) + mcp
+        mcp = [] if options.no_tools or options.plan else mcp
+        every = own + tools.build(options.tools) + mcp + self.extra_tools
         gate = self._gate()
         run = run_options(
             options, tools=every, before_tool_call=gate, should_stop_after_turn=self._after_turn
@@ -445,9 +455,14 @@ class PiRun:
             raise RunFailed(shown, headless=self.plan.mode.headless.headless)
 
 
-def prepare_run(state: NotebookState, line: str, body: str, where: CellContext) -> PiRun:
-    """Parse and plan the cell, then make its run (main thread; nothing runs yet)."""
+def prepare_run(
+    state: NotebookState, line: str, body: str, where: CellContext, executing: Plan | None = None
+) -> PiRun:
+    """Parse and plan the cell, then make its run (main thread; nothing runs yet). With
+    ``--plan`` the run plans (read-only tools, the plan instruction); ``executing``: the run
+    carries out that accepted plan (``planning.py``)."""
     options = parse_options(line, state.config, state.mcp_tool_names())
+    plan_mode(options, executing)
     if not strip_markers(body).strip():
         raise UsageError("%%pi needs a prompt: write it in the cell body")
     conversation, notes = prepare_conversation(state, options, where)
@@ -457,8 +472,10 @@ def prepare_run(state: NotebookState, line: str, body: str, where: CellContext) 
         raise UsageError(f"c.PiMagics.mcp_config: {exc}") from None
     plan = plan_run(state, options, conversation, body, where=where, notes=notes)
     shell = state.shell
-    run = PiRun(shell, state, plan, conversation)
+    run = PiRun(shell, state, asking_for_plan(plan), conversation)
     run.make_view()
+    if executing is not None:
+        carry_out(run, executing)
     return run
 
 
@@ -504,6 +521,16 @@ async def run_pi(line: str, body: str) -> None:
     failed = await _discover(state, where)  # after trust: a project's extensions wait for it
     run = prepare_run(state, line, body, where)
     _tell(run, failed)
+    await _run_awaited(run)
+    plan = run.proposed
+    if plan is not None and not run.plan.options.plan_run:
+        plan = await ask_plan(plan) if run.plan.mode.can_ask and run.widget is not None else None
+    if plan is not None:
+        await _run_awaited(prepare_run(state, line, execution_prompt(plan), where, executing=plan))
+
+
+async def _run_awaited(run: PiRun) -> None:
+    """Show, execute and freeze one prepared run on the kernel's loop."""
     if run.plan.options.mcp_tools:
         run.select_mcp(await run.state.mcp_tools())
     run.show()
@@ -512,6 +539,7 @@ async def run_pi(line: str, body: str) -> None:
         with watch_sigint():
             await run.execute()
     finally:
+        note_plan(run)
         result = run.finish()
     if run.interrupted:
         raise RunInterrupted
@@ -528,6 +556,15 @@ def run_pi_sync(line: str, body: str, shell: Any = None) -> PiResult:
     loader.join()
     run = prepare_run(state, line, body, where)
     _tell(run, failed)
+    result = _run_sync(run)
+    plan = run.proposed
+    if plan is not None and run.plan.options.plan_run:  # nobody can click here: only --plan-run goes on
+        result = _run_sync(prepare_run(state, line, execution_prompt(plan), where, executing=plan))
+    return result
+
+
+def _run_sync(run: PiRun) -> PiResult:
+    """Execute one prepared run on a worker thread while this thread serves the tools."""
     if run.plan.options.mcp_tools:
         run.select_mcp(run.state.mcp_tools_blocking())
     bridge = MainThreadBridge()
@@ -553,6 +590,7 @@ def run_pi_sync(line: str, body: str, shell: Any = None) -> PiResult:
             interrupted = True
             run.abort_threadsafe()
     worker.join()
+    note_plan(run)
     result = run.finish()
     if failure:
         raise failure[0]

@@ -170,6 +170,7 @@ class LiveView:
         models = self._models
         self._prompt = models.html(render.prompt_html(self.state.prompt, self.state.sent))
         self._sent_drawn = self.state.sent
+        self._plan = models.html(render.plan_html(self.state.plan), "pi-plan-card")
         self._transcript = models.vbox([], "pi-transcript")
         # Made with their first values: a value assigned after the model is open is a message.
         queued, error, notice, footer = self._chrome()
@@ -177,7 +178,9 @@ class LiveView:
         self._error = models.html(error)
         self._notice = models.html(notice)
         self._footer = models.html(footer, "pi-footer")
-        children: list[W.Widget] = [self._prompt, self._transcript, self._queued, self._error, self._notice]
+        children: list[W.Widget] = [
+            self._prompt, self._plan, self._transcript, self._queued, self._error, self._notice
+        ]
         self.stop_button: W.Button | None = None
         self.steer_text: W.Text | None = None
         self.send_button: W.Button | None = None
@@ -268,6 +271,7 @@ class LiveView:
         if state.sent != self._sent_drawn:  # the first user message came: what the model got
             self._sent_drawn = state.sent
             set_value(self._prompt, render.prompt_html(state.prompt, state.sent))
+        set_value(self._plan, render.plan_html(state.plan))
         queued, error, notice, footer = self._chrome()
         set_value(self._queued, queued)
         set_value(self._error, error)

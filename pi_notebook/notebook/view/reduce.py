@@ -36,6 +36,7 @@ from ...runtime.events import AgentSessionEvent
 __all__ = [
     "FINAL_STATUSES",
     "NOT_EXECUTED",
+    "PLAN_STEP_TOOL",
     "Footer",
     "Item",
     "QueuedMessage",
@@ -53,14 +54,17 @@ __all__ = [
     "mark_queued",
     "reduce",
     "set_elapsed",
+    "show_plan",
 ]
 
 from .notices import SESSION_HANDLERS, add_notice, drop_notice, on_agent_start
 from .state import (
     FINAL_STATUSES,
     NOT_EXECUTED,
+    PLAN_STEP_TOOL,
     Footer,
     Item,
+    PlanCard,
     QueuedMessage,
     QueueKind,
     TextBlock,
@@ -410,6 +414,23 @@ def _on_tool_end(state: ViewState, event: ToolExecutionEndEvent) -> None:
     result = event.result
     _finish_card(card, getattr(result, "content", None), getattr(result, "details", None), event.is_error)
     _touch(state, card)
+    if event.tool_name == PLAN_STEP_TOOL and not event.is_error:
+        _plan_progress(state, card.args)
+
+
+def _plan_progress(state: ViewState, args: Any) -> None:
+    """A ``plan_step`` call that succeeded: the step it names is running, or done. (A call the
+    tool refused, e.g. a step the plan does not have, changes nothing.)"""
+    plan = state.plan
+    step = args.get("step") if isinstance(args, dict) else None
+    if plan is None or not isinstance(step, int) or not 1 <= step <= len(plan.steps):
+        return
+    if args.get("status") == "done":
+        plan.done.add(step)
+        plan.current = None if plan.current == step else plan.current
+    else:
+        plan.current = step
+    state.rev += 1
 
 
 # --- run boundaries -------------------------------------------------------------------------
@@ -497,6 +518,13 @@ def explain(state: ViewState, error_message: str) -> ViewState:
     """Show the run's error as ``error_message``, a clearer version written for the user (the
     transcript keeps the provider's own text)."""
     state.error_message = error_message
+    state.rev += 1
+    return state
+
+
+def show_plan(state: ViewState, steps: list[str], *, edited: bool = False) -> ViewState:
+    """The plan this run executes, every step still to do."""
+    state.plan = PlanCard(steps=list(steps), edited=edited)
     state.rev += 1
     return state
 

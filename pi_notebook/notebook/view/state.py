@@ -14,9 +14,11 @@ from typing import Any, Literal, TypeAlias
 __all__ = [
     "FINAL_STATUSES",
     "NOT_EXECUTED",
+    "PLAN_STEP_TOOL",
     "Footer",
     "Item",
     "Notice",
+    "PlanCard",
     "QueueKind",
     "QueuedMessage",
     "RetryNote",
@@ -35,6 +37,8 @@ UserOrigin: TypeAlias = Literal["prompt", "steer", "follow_up", "injected"]
 QueueKind: TypeAlias = Literal["steer", "follow_up"]
 
 NOT_EXECUTED = "not executed: the run ended first"
+PLAN_STEP_TOOL = "plan_step"
+"""The tool a ``--plan`` run's agent calls to say which step it starts or has done."""
 
 
 class _Streamed:
@@ -169,6 +173,19 @@ class Notice:
 
 
 @dataclass
+class PlanCard:
+    """The plan a ``--plan`` run executes: its numbered steps, the step the agent said it is on
+    and the steps it said are done (through the ``plan_step`` tool, ``run/planning.py``)."""
+
+    steps: list[str]
+    current: int | None = None
+    """1-based; the step the agent reported starting last."""
+    done: set[int] = field(default_factory=set)
+    edited: bool = False
+    """The user changed the plan (Edit) before running it."""
+
+
+@dataclass
 class RetryNote:
     """The retry the view is showing: which attempt of how many, after which error."""
 
@@ -195,6 +212,8 @@ class ViewState:
     """The model has sent part of its current message (until that message ends)."""
     queued: list[QueuedMessage] = field(default_factory=list)
     """Messages sent through this view's Send/Queue that the agent has not injected yet."""
+    plan: PlanCard | None = None
+    """The plan this run executes (``%%pi --plan`` after Run plan), shown as a checklist."""
     rev: int = 0
     # Bookkeeping of the reducer, not part of what is drawn.
     _blocks: dict[int, Item] = field(default_factory=dict, repr=False)

@@ -26,6 +26,7 @@ from markdown_it.token import Token
 from markdown_it.utils import EnvType, OptionsDict
 
 from ..reduce import Footer, TextBlock, ThinkingBlock, ToolCard, UserItem, ViewState
+from ..state import PlanCard
 from .limits import PLAIN_NOTE, cap_nesting, too_much_markup
 from .markdown import unsafe_url
 from .rich import RICH_STYLE, display_items, highlight_python, image_tag, table_html
@@ -37,6 +38,8 @@ from .text import (
     footer_text,
     format_args,
     format_details,
+    plan_rows,
+    plan_title,
     queued_text,
     status_label,
     user_label,
@@ -249,6 +252,9 @@ STYLE = {
     "pi-queued": "white-space:pre-wrap;font-size:12px;opacity:.7;" + _LINE,
     "pi-error": "white-space:pre-wrap;color:#c62828;font-weight:600;margin:6px 0;" + _LINE,
     "pi-notice": "white-space:pre-wrap;font-size:12px;opacity:.75;margin:4px 0;" + _LINE,
+    "pi-plan": "border:1px solid rgba(139,124,246,.5);border-radius:6px;padding:4px 8px;margin:6px 0;"
+    + _LINE,
+    "pi-plan-step": "white-space:pre-wrap;margin:1px 0;" + _LINE,
     "pi-footer": "font-size:12px;opacity:.7;border-top:1px solid rgba(127,127,127,.25);"
     "margin-top:6px;padding-top:2px;" + _LINE,
 }
@@ -444,9 +450,24 @@ def line_html(cls: str, text: str) -> str:
     return _div(cls, breakable(text)) if text else ""
 
 
+_PLAN_ICON = {"done": "☑", "running": "▶", "todo": "☐"}
+
+
+def plan_html(plan: PlanCard | None) -> str:
+    """The plan as a checklist (``plan_rows``); the running step in bold."""
+    if plan is None:
+        return ""
+    rows = []
+    for mark, number, step in plan_rows(plan):
+        body = f"{_PLAN_ICON[mark]} {number}. {breakable(step)}"
+        shown = f"<b>{body}</b>" if mark == "running" else body
+        rows.append(_div("pi-plan-step", shown, extra=f" pi-plan-{mark}"))
+    return _div("pi-plan", f"<b>{html.escape(plan_title(plan))}</b>" + "".join(rows))
+
+
 def render_html(state: ViewState) -> str:
     """Self-contained static HTML of the run (inline styles, no scripts, all text escaped)."""
-    parts: list[str] = [prompt_html(state.prompt, state.sent)]
+    parts: list[str] = [prompt_html(state.prompt, state.sent), plan_html(state.plan)]
     for item in state.items:
         if isinstance(item, TextBlock):
             if item.text.strip():

@@ -12,6 +12,7 @@ import re
 from typing import Any
 
 from ..reduce import FINAL_STATUSES, Footer, TextBlock, ThinkingBlock, ToolCard, UserItem, ViewState
+from ..state import PlanCard
 
 __all__ = [
     "MAX_SHOWN",
@@ -298,6 +299,31 @@ def _bounded(text: str, limit: int | None) -> str:
     return f"{text[:limit]}\n… ({len(text) - limit:,} more characters, shown in the HTML output)"
 
 
+PLAN_MARKS = {"done": "[x]", "running": "[>]", "todo": "[ ]"}
+
+
+def plan_rows(plan: PlanCard) -> list[tuple[str, int, str]]:
+    """The plan's steps as (``done`` | ``running`` | ``todo``, number, text)."""
+    rows = []
+    for number, step in enumerate(plan.steps, 1):
+        mark = "done" if number in plan.done else "running" if number == plan.current else "todo"
+        rows.append((mark, number, step))
+    return rows
+
+
+def plan_title(plan: PlanCard) -> str:
+    done = len(plan.done)
+    edited = ", edited" if plan.edited else ""
+    return f"Plan ({done} of {len(plan.steps)} steps done{edited})"
+
+
+def plan_text(plan: PlanCard) -> str:
+    """The plan as a checklist: ``[x]`` done, ``[>]`` running, ``[ ]`` to do."""
+    lines = [plan_title(plan) + ":"]
+    lines += [f"  {PLAN_MARKS[mark]} {n}. {step}" for mark, n, step in plan_rows(plan)]
+    return "\n".join(lines)
+
+
 def render_text(state: ViewState, max_block: int | None = None) -> str:
     """Deterministic plain text of the whole run: prompt, thinking, text, tool calls with their
     arguments, results and details, injected messages, how it ended and the notice.
@@ -309,6 +335,8 @@ def render_text(state: ViewState, max_block: int | None = None) -> str:
     blocks: list[str] = [_indent(prompt, "> ")] if state.prompt else []
     if state.sent:
         blocks.append("[what the model received]\n" + _indent(_bounded(state.sent, max_block)))
+    if state.plan is not None:
+        blocks.append(plan_text(state.plan))
     for item in state.items:
         if isinstance(item, TextBlock):
             if item.text.strip():
