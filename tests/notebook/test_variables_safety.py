@@ -102,3 +102,28 @@ def test_list_variables_names_the_slow_value_and_keeps_the_rest(
     assert "slow" in listed
     assert "did not finish within 0.5 s" in listed
     assert listed.rstrip().endswith("zzz: str")  # after the slow one: names and types only
+
+
+async def test_two_summaries_of_one_value_at_once_both_run() -> None:
+    """Parallel tool calls (list_variables and inspect_variable in one turn) summarise the same
+    value at the same time: only a summary running past the limit (abandoned) refuses another."""
+    import asyncio
+
+    from pi_notebook.notebook.tools import bounded
+
+    class Slowish:
+        def __repr__(self) -> str:
+            time.sleep(0.2)
+            return "slowish"
+
+    value = Slowish()
+
+    def summarise() -> str:
+        with bounded.summarising(value, "value"):
+            return repr(value)
+
+    both = await asyncio.gather(
+        bounded.run_bounded(summarise, what="value"), bounded.run_bounded(summarise, what="value")
+    )
+    assert both == ["slowish", "slowish"]
+    assert id(value) not in bounded._running  # both ended: nothing marked

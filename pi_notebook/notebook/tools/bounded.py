@@ -11,8 +11,9 @@ on the loop, which stays free:
   cell: the tool stops waiting at once. A thread cannot be killed, so the summary is abandoned:
   it runs to its end in the background and its result is dropped. :class:`SummaryTimedOut`
   says so, and the tool tells the model (and the user, on the card) which value was slow;
-* a value whose abandoned summary is still running is not summarised again
-  (:class:`SummaryStillRunning`), so asking twice does not pile up threads on it.
+* a value whose abandoned summary is still running (past ``SUMMARY_SECONDS``) is not summarised
+  again (:class:`SummaryStillRunning`), so asking twice does not pile up threads on it; two
+  summaries of one value at once (parallel tool calls) both run.
 
 Reading the namespace from another thread is safe (dict reads); the summary code is the value's
 own, which the user's own cells could be running at the same time once the run has ended: the
@@ -23,6 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from typing import Any, TypeVar
@@ -36,7 +38,10 @@ T = TypeVar("T")
 SUMMARY_SECONDS = 5.0
 """How long one tool call may spend summarising values."""
 
-_running: dict[int, str] = {}  # id() of a value being summarised -> its name
+_running: dict[int, list[Any]] = {}
+"""id() of a value being summarised -> [its name, when the oldest summary of it started, how many
+run now]. Two summaries of one value at once are fine (parallel tool calls); one running past
+``SUMMARY_SECONDS`` was abandoned, and its value is refused until it ends."""
 _running_lock = threading.Lock()
 
 
@@ -52,18 +57,24 @@ class SummaryStillRunning(Exception):
 def summarising(value: Any, name: str) -> Iterator[None]:
     """Mark ``value`` as being summarised (as ``name``) while the block runs; refuse with
     :class:`SummaryStillRunning` when an abandoned summary of it has not ended yet."""
+    key = id(value)
     with _running_lock:
-        if id(value) in _running:
+        entry = _running.get(key)
+        if entry is not None and time.monotonic() - entry[1] >= SUMMARY_SECONDS:
             raise SummaryStillRunning(
-                f"An earlier summary of {_running[id(value)]} is still running in the background "
+                f"An earlier summary of {entry[0]} is still running in the background "
                 "(its code is slow), so it was not started again. Use run_code for a narrower look."
             )
-        _running[id(value)] = name
+        if entry is None:
+            _running[key] = entry = [name, time.monotonic(), 0]
+        entry[2] += 1
     try:
         yield
     finally:
         with _running_lock:
-            _running.pop(id(value), None)
+            entry[2] -= 1
+            if entry[2] == 0:
+                _running.pop(key, None)
 
 
 async def run_bounded(
