@@ -40,7 +40,7 @@ pytestmark = [
 playwright_sync = pytest.importorskip("playwright.sync_api")
 
 WORDS = "".join(f"w{i} " for i in range(600))
-SETUP = f'''\
+SETUP = f"""\
 %load_ext pi_notebook
 from pi_notebook.ai.faux import register_faux_provider, faux_assistant_message, faux_text, faux_tool_call
 faux = register_faux_provider(token_size={{"min": 1, "max": 1}}, tokens_per_second=10)
@@ -54,7 +54,7 @@ faux.set_responses([
     faux_assistant_message("Set after the reload, **done**."),
 ])
 print("setup done")
-'''
+"""
 TYPED = "%%pi --model faux:faux-1\nCount slowly, typed after the save."
 ADDED = "%%pi\nSet a variable, in a cell added after the save."
 NOTICE = "A running pi cell was not in the saved notebook"

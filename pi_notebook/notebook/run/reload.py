@@ -84,7 +84,9 @@ class PageWatch:
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
-    async def _write(self, bundle: dict[str, Any], attempts: int = ATTEMPTS, *, restore: bool = False) -> bool:
+    async def _write(
+        self, bundle: dict[str, Any], attempts: int = ATTEMPTS, *, restore: bool = False
+    ) -> bool:
         """Write ``bundle`` in the run's cell of the newest page; ``restore``: the first write
         to that page, which also puts the run's source back (or inserts the cell)."""
         if self._cell_id is None:
