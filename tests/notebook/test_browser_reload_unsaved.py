@@ -15,6 +15,7 @@ Never downloads a browser.
 from __future__ import annotations
 
 import json
+import re
 import sys
 import time
 import urllib.request
@@ -147,8 +148,13 @@ def _approval_in_an_added_cell(page: Any, lab: Lab, expect: Any) -> None:
     expect(cells.last).to_contain_text("in a cell added after the save")
     assert _kernel_state(lab) == "busy"  # the run waits for the answer, which the page can now give
     expect(page.get_by_text(NOTICE).first).to_be_visible(timeout=10_000)
-    approve.scroll_into_view_if_needed()
+    page.wait_for_timeout(1000)  # the toast slides in
     _shot(page, lab, "5-reloaded-cell-inserted-approval-back")
+    cells.first.locator(".jp-InputArea-editor").click()  # elsewhere, then the notification's button
+    page.keyboard.press("Escape")
+    page.get_by_role("button", name="Show the cell").click()
+    expect(cells.last).to_have_class(re.compile(r"\bjp-mod-active\b"), timeout=10_000)
+    approve.scroll_into_view_if_needed()
     approve.click()
     frozen = restored.locator(".pi-static")
     expect(frozen).to_contain_text("Set after the reload", timeout=30_000)
