@@ -136,7 +136,7 @@ function restoreCell(app: JupyterFrontEnd, panel: NotebookPanel, msg: Json): boo
   shared.insertCells(cells.length, [
     { cell_type: 'code', id: msg.id, source: msg.source, metadata: {}, outputs: [], execution_count: null }
   ]);
-  const message = 'A running pi cell was not in the saved notebook: it is back at the end of the notebook.';
+  const message = 'A pi cell that ran after the last save was not in the notebook: it is back, at the end.';
   void app.commands
     .execute('apputils:notify', {
       message,

@@ -58,7 +58,7 @@ print("setup done")
 """
 TYPED = "%%pi --model faux:faux-1\nCount slowly, typed after the save."
 ADDED = "%%pi\nSet a variable, in a cell added after the save."
-NOTICE = "A running pi cell was not in the saved notebook"
+NOTICE = "A pi cell that ran after the last save was not in the notebook"
 EMPTY_ID = "saved-empty"
 
 
