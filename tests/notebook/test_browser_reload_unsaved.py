@@ -149,19 +149,20 @@ def _approval_in_an_added_cell(page: Any, lab: Lab, expect: Any) -> None:
     assert _kernel_state(lab) == "busy"  # the run waits for the answer, which the page can now give
     expect(page.get_by_text(NOTICE).first).to_be_visible(timeout=10_000)
     page.wait_for_timeout(1000)  # the toast slides in
-    _shot(page, lab, "5-reloaded-cell-inserted-approval-back")
+    _shot(page, lab, "5-reloaded-cell-inserted-notification")
     cells.first.locator(".jp-InputArea-editor").click()  # elsewhere, then the notification's button
     page.keyboard.press("Escape")
     page.get_by_role("button", name="Show the cell").click()
     expect(cells.last).to_have_class(re.compile(r"\bjp-mod-active\b"), timeout=10_000)
     approve.scroll_into_view_if_needed()
+    _shot(page, lab, "6-shown-approval-back")
     approve.click()
     frozen = restored.locator(".pi-static")
     expect(frozen).to_contain_text("Set after the reload", timeout=30_000)
     expect(frozen.locator(".pi-tool", has_text="set_variable")).to_contain_text("done")
     _wait_idle(lab)
     frozen.scroll_into_view_if_needed()
-    _shot(page, lab, "6-approved-kernel-idle")
+    _shot(page, lab, "7-approved-kernel-idle")
     saved = _save(page, lab, "unsaved.ipynb")
     assert "".join(saved["cells"][-1]["source"]) == ADDED
     assert "Set after the reload" in "".join(saved["cells"][-1]["outputs"][0]["data"]["text/html"])
