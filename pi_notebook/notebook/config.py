@@ -103,6 +103,17 @@ class PiConfig(Configurable):
         help="Stop a run when the model makes this many identical tool calls in a row (same tool, "
         "same arguments); 0: off.",
     ).tag(config=True)
+    code_timeout = Float(
+        0.0,
+        help="Seconds one run_code call may run before it is interrupted (as Stop interrupts it; the "
+        "model is told and the run goes on); 0: no limit in runs someone watches (the default), "
+        "headless_code_timeout in headless ones. --code-timeout sets it for one cell.",
+    ).tag(config=True)
+    headless_code_timeout = Float(
+        600.0,
+        help="The run_code limit of headless runs (nbconvert, papermill) when code_timeout is 0 and "
+        "the cell gives no --code-timeout: nobody is there to press Stop. 0: no limit.",
+    ).tag(config=True)
     text = Bool(False, help="Plain-text output by default (no widgets).").tag(config=True)
     raise_on_error = Bool(
         None,
@@ -195,7 +206,7 @@ class PiConfig(Configurable):
         except ValueError as exc:
             raise TraitError(str(exc)) from None
 
-    @validate("retries", "retry_base_delay", "timeout", "loop_guard")
+    @validate("retries", "retry_base_delay", "timeout", "loop_guard", "code_timeout", "headless_code_timeout")
     def _check_not_negative(self, proposal: Any) -> Any:
         if proposal["value"] < 0:
             raise TraitError(f"PiMagics.{proposal['trait'].name} must be 0 or more, not {proposal['value']}")
@@ -273,6 +284,13 @@ def _parser() -> MagicArgumentParser:
     add("--temperature", type=float, help="sampling temperature, e.g. 0 for reproducible answers")
     add("--seed", type=int, help="sampling seed, where the model's API has one")
     add("--timeout", type=float, help="seconds a model request may go without an answer (0: no limit)")
+    add(
+        "--code-timeout",
+        type=float,
+        dest="code_timeout",
+        metavar="SECONDS",
+        help="interrupt a run_code call after SECONDS (0: no limit; headless default 600)",
+    )
     add("--max-cost", dest="max_cost", metavar="USD", help="stop the run once it has spent this many dollars")
     add(
         "--max-total-tokens",
