@@ -12,7 +12,10 @@ call is one line when it starts and one when it ends; an approval is a ``[y/N]``
 question blocks the kernel's loop until the answer comes, which is what the run waits for
 anyway; Ctrl-C at the question (the console passes it on to the kernel) denies the call and
 interrupts the run as Ctrl-C does anywhere else. The output left behind is the ending and the
-footer line: the answer itself is already on the terminal.
+footer line: the answer itself is already on the terminal. Agent code that runs long gets a
+"still running" line (elapsed time, last line it printed) when it passes a few seconds and then
+every ``PROGRESS_EVERY`` seconds, written to the kernel's stdout as it was when the run began
+(``run_code`` captures ``sys.stdout`` while its code runs).
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ import asyncio
 import signal
 import sys
 import threading
+import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -29,12 +33,11 @@ from ..notebook.view.render.text import args_text, end_text, footer_text, format
 
 __all__ = ["TerminalView"]
 
+PROGRESS_EVERY = 10.0
+"""Seconds between two "still running" lines of one tool call on the terminal."""
+
 Ask = Callable[[str], str]
 """The kernel's ``raw_input``: sends an ``input_request`` and returns the reply."""
-
-
-def _write(text: str) -> None:
-    sys.stdout.write(text)
 
 
 def _shown_args(card: ToolCard | None) -> str:
@@ -55,6 +58,8 @@ class TerminalView:
     def __init__(self, prompt: str, notices: Sequence[str], ask: Ask) -> None:
         self.state = ViewState(prompt=prompt)
         self._ask = ask
+        self._out = sys.stdout  # the kernel's, before run_code captures it
+        self._progress_at: dict[str, float] = {}
         self._at_line_start = True
         self._last_shown: str | None = None
         """The call whose start line, with its arguments, is the last thing written."""
@@ -64,7 +69,7 @@ class TerminalView:
     def _emit(self, text: str) -> None:
         if text:
             self._last_shown = None
-            _write(text)
+            self._out.write(text)
             self._at_line_start = text.endswith("\n")
 
     def _line(self, text: str) -> None:
@@ -84,8 +89,21 @@ class TerminalView:
             card = self.state.tool_card(event.tool_call_id)
             self._line(f"[tool] {event.tool_name}{_shown_args(card)}")
             self._last_shown = event.tool_call_id
+        elif kind == "tool_execution_update":
+            self._progress(event.tool_call_id, event.tool_name)
         elif kind == "tool_execution_end":
             self._line(f"[tool] {event.tool_name}: {'error' if event.is_error else 'done'}")
+
+    def _progress(self, tool_call_id: str, name: str) -> None:
+        """A running call's progress line, at most once every ``PROGRESS_EVERY`` seconds."""
+        card = self.state.tool_card(tool_call_id)
+        now = time.monotonic()
+        last = self._progress_at.get(tool_call_id, -PROGRESS_EVERY)
+        if card is None or not card.progress or now - last < PROGRESS_EVERY:
+            return
+        self._progress_at[tool_call_id] = now
+        self._line(f"[tool] {name}: {card.progress}")
+        self._out.flush()
 
     def request_approval(self, tool_call_id: str) -> asyncio.Future[bool]:
         card = self.state.tool_card(tool_call_id)

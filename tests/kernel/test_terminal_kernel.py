@@ -152,3 +152,20 @@ def test_an_interrupt_while_the_answer_streams(p: PiKernelUnderTest) -> None:
     assert reply["ename"] == "KeyboardInterrupt"
     assert reply_at - interrupted[0] < 1.5
     assert p.value("_pi.stop_reason") == "aborted"
+
+
+def test_code_past_its_time_limit_is_interrupted_and_the_run_answers(p: PiKernelUnderTest) -> None:
+    code = "import time\nprint('epoch 1')\ntime.sleep(60)"
+    p.python(f"faux.set_responses([tool_use('run_code', {{'code': {code!r}}}, 's1'), 'it timed out'])")
+    started = time.monotonic()
+    reply = answer_questions(p, p.execute("%%pi --approve auto --code-timeout 4\ntrain"), [])
+    assert reply["status"] == "ok", reply
+    assert time.monotonic() - started < 20
+    lines = reply["stdout"].splitlines()
+    assert lines[-3:] == [
+        "[tool] run_code: Still running: 3 s of its 4 s limit · last printed: epoch 1",
+        "[tool] run_code: error",
+        "it timed out",
+    ]
+    assert "TimeoutError: run_code was interrupted after 4 s" in p.value("_pi.messages[2].content[0].text")
+    assert p.value("1 + 1") == "2"
