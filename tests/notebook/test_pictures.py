@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import base64
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -21,6 +22,7 @@ from test_notebook_tools import PNG_1X1
 from test_run_retry import chat_reply, chat_requests
 
 from pi_notebook.ai.models import openai_compatible_model, unregister_models
+from pi_notebook.notebook.tools import bounded
 from pi_notebook.notebook.tools.outputs import MAX_IMAGE_BYTES, image_size
 
 ip = ip_fixture
@@ -146,3 +148,16 @@ def test_a_secret_named_picture_is_not_sent(ip: Any, server: LoopbackServer) -> 
     user = ask(ip, server, "seer", "Show $`api_key_chart`")
     assert image_urls(user) == []
     assert "looks like a secret" in text_of(user)
+
+
+def test_a_slow_repr_is_abandoned_and_the_prompt_goes_out(
+    ip: Any, server: LoopbackServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(bounded, "SUMMARY_SECONDS", 0.5)
+    slow_class = "class Slow:\n    def __repr__(self):\n        time.sleep(3)\n        return 'slow'"
+    run(ip, f"import time\n{slow_class}\nslow = Slow()")
+    started = time.monotonic()
+    user = ask(ip, server, "reader", "Look at $`slow`")
+    assert time.monotonic() - started < 2.5
+    assert "`slow` (evaluation failed)" in text_of(user)
+    assert "did not finish within 0.5 s" in text_of(user)

@@ -78,7 +78,9 @@ def reference_content(
     """The user message's content for ``prompt``: the prompt with its references expanded,
     their summaries (each picture labelled) and, for a model with image input, the pictures."""
     namespace = _with_displayed_outs(shell, log)
-    text, refs = expand_references(prompt, namespace, pictures=lambda e, v: picture_bundles(shell, log, e, v))
+    text, refs = expand_references(
+        prompt, namespace, pictures=lambda e, v: picture_bundles(shell, log, e, v), bounded=True
+    )
     if not refs:
         return [TextContent(text=text)]
     budget = ImageBudget(sees_images=sees_images)

@@ -30,6 +30,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from .bounded import SummaryStillRunning, SummaryTimedOut, summarising, wait_bounded
 from .summaries import recognise
 
 MAX_SUMMARY_CHARS = 2_000
@@ -239,10 +240,17 @@ def find_references(text: str) -> list[str]:
 
 
 def evaluate_reference(
-    expr: str, namespace: dict[str, Any], limit: int = MAX_SUMMARY_CHARS, pictures: Pictures | None = None
+    expr: str,
+    namespace: dict[str, Any],
+    limit: int = MAX_SUMMARY_CHARS,
+    pictures: Pictures | None = None,
+    *,
+    bounded: bool = False,
 ) -> Reference:
     """``expr`` evaluated and summarised; with ``pictures``, its PNG/JPEG pictures too (a value
-    whose name looks like a secret gets neither)."""
+    whose name looks like a secret gets neither). ``bounded``: the summary and the pictures (the
+    value's own code: ``__repr__``, ``savefig``) run on a thread of their own, waited for at
+    most ``SUMMARY_SECONDS`` (``bounded.py``); the expression itself runs here, as a cell would."""
     try:
         value = eval(expr, namespace)  # the user's own prompt: same trust as a cell
     except Exception as exc:
@@ -250,19 +258,34 @@ def evaluate_reference(
     last_name = re.split(r"[^A-Za-z0-9_]+", expr.strip())[-1] or expr
     if looks_secret(last_name) or looks_secret(expr):
         return Reference(expr, secret_placeholder(expr, value))
-    found = tuple(pictures(expr, value)) if pictures is not None else ()
-    return Reference(expr, summarize(value, limit), pictures=found)
+
+
+    def describe() -> Reference:
+        with summarising(value, f"`{expr}`"):
+            found = tuple(pictures(expr, value)) if pictures is not None else ()
+            return Reference(expr, summarize(value, limit), pictures=found)
+
+    try:
+        return wait_bounded(describe, what=f"`{expr}`") if bounded else describe()
+    except (SummaryTimedOut, SummaryStillRunning) as exc:
+        return Reference(expr, f"{type_name(value)} (not summarised: {exc})", error=True)
 
 
 def expand_references(
-    text: str, namespace: dict[str, Any], limit: int = MAX_SUMMARY_CHARS, pictures: Pictures | None = None
+    text: str,
+    namespace: dict[str, Any],
+    limit: int = MAX_SUMMARY_CHARS,
+    pictures: Pictures | None = None,
+    *,
+    bounded: bool = False,
 ) -> tuple[str, list[Reference]]:
-    """The prompt with `` $`expr` `` turned into `` `expr` ``, and the evaluated references."""
+    """The prompt with `` $`expr` `` turned into `` `expr` ``, and the evaluated references
+    (``bounded``: see ``evaluate_reference``)."""
     exprs = find_references(text)
     if not exprs:
         return text, []
     secrets = secret_values(namespace)
-    refs = [evaluate_reference(expr, namespace, limit, pictures) for expr in exprs]
+    refs = [evaluate_reference(expr, namespace, limit, pictures, bounded=bounded) for expr in exprs]
     refs = [Reference(r.expr, redact_known(r.summary, secrets), r.error, r.pictures) for r in refs]
     return REFERENCE.sub(lambda m: f"`{m.group(1)}`", text), refs
 
