@@ -102,3 +102,29 @@ def test_list_variables_names_the_slow_value_and_keeps_the_rest(
     assert "slow" in listed
     assert "did not finish within 0.5 s" in listed
     assert listed.rstrip().endswith("zzz: str")  # after the slow one: names and types only
+
+
+def test_two_summaries_of_one_value_at_once_both_finish() -> None:
+    """Two tools of one turn run in parallel and may summarise the same value (list_variables
+    and inspect_variable of a DataFrame): the second waits for the first instead of refusing."""
+    import threading
+
+    from pi_notebook.notebook.tools import bounded
+
+    value = object()
+    inside = threading.Event()
+    outcomes: list[str] = []
+
+    def first() -> None:
+        with bounded.summarising(value, "first"):
+            inside.set()
+            time.sleep(0.2)
+        outcomes.append("first")
+
+    thread = threading.Thread(target=first)
+    thread.start()
+    assert inside.wait(5)
+    with bounded.summarising(value, "second"):
+        outcomes.append("second")
+    thread.join(5)
+    assert outcomes == ["first", "second"]

@@ -46,6 +46,7 @@ SUMMARY_SECONDS = 5.0
 
 _running: dict[int, str] = {}  # id() of a value being summarised -> its name
 _running_lock = threading.Lock()
+_released = threading.Condition(_running_lock)
 
 
 class SummaryTimedOut(Exception):
@@ -59,8 +60,12 @@ class SummaryStillRunning(Exception):
 @contextmanager
 def summarising(value: Any, name: str) -> Iterator[None]:
     """Mark ``value`` as being summarised (as ``name``) while the block runs; refuse with
-    :class:`SummaryStillRunning` when an abandoned summary of it has not ended yet."""
-    with _running_lock:
+    :class:`SummaryStillRunning` when an abandoned summary of it has not ended yet. A summary
+    of it that is running *now* (two tools of one turn run in parallel and both summarise it)
+    is waited for, a fifth of ``SUMMARY_SECONDS`` at most: a live one ends long before that."""
+    with _released:
+        if id(value) in _running:
+            _released.wait_for(lambda: id(value) not in _running, timeout=SUMMARY_SECONDS / 5)
         if id(value) in _running:
             raise SummaryStillRunning(
                 f"An earlier summary of {_running[id(value)]} is still running in the background "
@@ -70,8 +75,9 @@ def summarising(value: Any, name: str) -> Iterator[None]:
     try:
         yield
     finally:
-        with _running_lock:
+        with _released:
             _running.pop(id(value), None)
+            _released.notify_all()
 
 
 async def run_bounded(
