@@ -1,5 +1,5 @@
-"""JupyterLab in Debian's Chromium (issue 31): `` $`fig` `` reaches a vision model as an image and
-a text-only model as text (the request bodies a loopback server got); a ``run_code`` of
+"""JupyterLab and Notebook 7 in Debian's Chromium (issue 31): `` $`fig` `` reaches a vision
+model as an image and a text-only model as text (the request bodies a loopback server got); a ``run_code`` of
 ``time.sleep(60)`` under ``--code-timeout`` shows "Still running" with the elapsed time and
 the last printed line on its card, is interrupted at the limit, the run answers and the kernel
 stays usable. Never downloads a browser: it launches ``/usr/bin/chromium`` and is skipped
@@ -18,6 +18,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 from browser_lab import CHROMIUM, Lab, chromium_page
 from loopback import LoopbackServer, Reply, serving
 from test_browser import run_cell
+from test_browser_notebook7 import _run_first_cell
 from test_run_retry import chat_reply, chat_requests
 
 pytestmark = [
@@ -52,23 +53,28 @@ TRAIN = "%%pi --model faux:faux-1 --new --approve auto --code-timeout 6\nTrain t
 AFTER = "print('usable', 1 + 1)"
 
 
-def test_pictures_and_a_code_time_limit_in_jupyterlab(tmp_path: Path) -> None:
+@pytest.mark.parametrize("app", ["lab", "notebook"])
+def test_pictures_and_a_code_time_limit(tmp_path: Path, app: str) -> None:
+    """In JupyterLab and in Notebook 7."""
     expect = playwright_sync.expect
     with (
         serving(LoopbackServer()) as server,
-        Lab(tmp_path) as lab,
+        Lab(tmp_path, app=app) as lab,
         playwright_sync.sync_playwright() as p,
     ):
         server.queue(Reply(parts=chat_reply("A rising then falling line.")))
         server.queue(Reply(parts=chat_reply("I only read its summary.")))
         setup = f"URL = {server.url!r}\n" + SETUP
         url = lab.write_notebook("pictures.ipynb", [setup, SEER, READER, TRAIN, AFTER])
-        with chromium_page(p, lab, "pictures-failure.png") as page:
+        with chromium_page(p, lab, f"pictures-{app}-failure.png") as page:
             page.goto(url)
             page.wait_for_selector(".jp-NotebookPanel .jp-CodeCell", timeout=60_000)
-            page.locator(".jp-StatusBar-TextItem", has_text="| Idle").first.wait_for(timeout=90_000)
             cells = page.locator(".jp-NotebookPanel .jp-CodeCell")
-            run_cell(page, cells.nth(0))
+            if app == "lab":
+                page.locator(".jp-StatusBar-TextItem", has_text="| Idle").first.wait_for(timeout=90_000)
+                run_cell(page, cells.nth(0))
+            else:  # Notebook 7 has no kernel status in a status bar
+                _run_first_cell(page, cells.nth(0))
             expect(cells.nth(0).locator(".jp-Cell-outputArea")).to_contain_text("setup done", timeout=60_000)
 
             run_cell(page, cells.nth(1))
