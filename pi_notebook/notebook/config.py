@@ -105,8 +105,8 @@ class PiConfig(Configurable):
     ).tag(config=True)
     code_timeout = Float(
         0.0,
-        help="Seconds one run_code call may run before it is interrupted (as Stop interrupts it; the "
-        "model is told and the run goes on); 0: no limit in runs someone watches (the default), "
+        help="Seconds one run_code call may run before it is interrupted (as the kernel's interrupt "
+        "does; the model is told and the run goes on); 0: no limit in runs someone watches (the default), "
         "headless_code_timeout in headless ones. --code-timeout sets it for one cell.",
     ).tag(config=True)
     headless_code_timeout = Float(

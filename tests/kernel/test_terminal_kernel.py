@@ -5,6 +5,7 @@ question waits."""
 
 from __future__ import annotations
 
+import re
 import time
 from queue import Empty
 from typing import Any
@@ -162,10 +163,11 @@ def test_code_past_its_time_limit_is_interrupted_and_the_run_answers(p: PiKernel
     assert reply["status"] == "ok", reply
     assert time.monotonic() - started < 20
     lines = reply["stdout"].splitlines()
-    assert lines[-3:] == [
-        "[tool] run_code: Still running: 3 s of its 4 s limit · last printed: epoch 1",
-        "[tool] run_code: error",
-        "it timed out",
-    ]
-    assert "TimeoutError: run_code was interrupted after 4 s" in p.value("_pi.messages[2].content[0].text")
+    # the clock's first line comes at 3 s (later on a loaded machine: its seconds are not compared)
+    assert re.fullmatch(
+        r"\[tool\] run_code: Still running: \d s of its 4 s limit · last printed: epoch 1", lines[-3]
+    )
+    assert lines[-2:] == ["[tool] run_code: error", "it timed out"]
+    result = p.value("_pi.messages[2].content[0].text")
+    assert "TimeoutError: run_code was interrupted at its time limit of 4 s" in result
     assert p.value("1 + 1") == "2"

@@ -6,7 +6,7 @@ of its own:
 
 * every ``TICK_SECONDS`` once ``QUIET_SECONDS`` have passed, it reports the elapsed time and
   the last line the code printed (``report``): the tool card says the code is still running;
-* past ``limit`` seconds it interrupts the code the way Stop and a kernel interrupt do, with a
+* past ``limit`` seconds it interrupts the code the way the kernel's interrupt does, with a
   SIGINT sent to the main thread (``signal.pthread_kill``), which also breaks a ``time.sleep``
   or a blocking read; ``timed_out`` then tells ``run_code`` that the interrupt was the
   clock's, so the run goes on and the model is told.
@@ -44,10 +44,11 @@ def still_running(elapsed: float, last_line: str, limit: float | None) -> str:
     return f"Still running: {elapsed:.0f} s{of}{printed}"
 
 
-def timed_out(elapsed: float, limit: float | None) -> str:
-    """What the model is told of code the time limit interrupted."""
+def timed_out(limit: float | None) -> str:
+    """What the model is told of code the time limit interrupted (the limit, not the elapsed
+    time: the same words in every run, so a notebook's saved output stays comparable)."""
     return (
-        f"TimeoutError: run_code was interrupted after {elapsed:.0f} s, past its {limit or 0:g} s limit "
+        f"TimeoutError: run_code was interrupted at its time limit of {limit or 0:g} s "
         "(--code-timeout / c.PiMagics.code_timeout). What it printed until then is above; the kernel "
         "is usable and keeps what the code did before the interrupt. Run shorter steps, or a smaller input."
     )

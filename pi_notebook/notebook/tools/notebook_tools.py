@@ -337,7 +337,7 @@ class NotebookTools(EditTools):
                         self.on_interrupt()
                     error = "KeyboardInterrupt: the kernel was interrupted while run_code was running"
                 if clock.timed_out:
-                    error = timed_out(clock.elapsed, clock.limit)
+                    error = timed_out(clock.limit)
         # Figures left open would otherwise be drawn by the inline backend after the %%pi cell.
         figures = take_figures(figures_before)
         return self._code_result(captured, value, last is not None, error, figures)
