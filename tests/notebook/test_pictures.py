@@ -6,6 +6,7 @@ same for `` $`Out[n]` ``, also of a cell that only displayed its figure."""
 from __future__ import annotations
 
 import base64
+import json
 import sys
 import time
 from collections.abc import Iterator
@@ -16,12 +17,13 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 sys.path.insert(0, str(Path(__file__).parent.parent))
+from faults.wire import WIRES
 from kernel_ipshell import ip_fixture, run
 from loopback import LoopbackServer, Reply, serving
 from test_notebook_tools import PNG_1X1
 from test_run_retry import chat_reply, chat_requests
 
-from pi_notebook.ai.models import openai_compatible_model, unregister_models
+from pi_notebook.ai.models import openai_compatible_model, register_models, unregister_models
 from pi_notebook.notebook.tools import bounded
 from pi_notebook.notebook.tools.outputs import MAX_IMAGE_BYTES, image_size
 
@@ -161,3 +163,51 @@ def test_a_slow_repr_is_abandoned_and_the_prompt_goes_out(
     assert time.monotonic() - started < 2.5
     assert "`slow` (evaluation failed)" in text_of(user)
     assert "did not finish within 0.5 s" in text_of(user)
+
+
+# --- every wire API carries the picture in its own format ----------------------------------------
+
+IMAGE_PARTS = {
+    "openai-completions": lambda body: [
+        p
+        for m in body["messages"]
+        if isinstance(m["content"], list)
+        for p in m["content"]
+        if p["type"] == "image_url"
+    ],
+    "openai-responses": lambda body: [
+        p
+        for m in body["input"]
+        if isinstance(m.get("content"), list)
+        for p in m["content"]
+        if p["type"] == "input_image"
+    ],
+    "anthropic-messages": lambda body: [
+        p
+        for m in body["messages"]
+        if isinstance(m["content"], list)
+        for p in m["content"]
+        if p["type"] == "image"
+    ],
+    "google-generative-ai": lambda body: [
+        p for c in body["contents"] for p in c["parts"] if "inlineData" in p
+    ],
+}
+
+
+@pytest.mark.parametrize("api", list(IMAGE_PARTS))
+def test_the_picture_goes_out_in_each_wire_format(ip: Any, api: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    wire = WIRES[api]
+    provider = "pic-wire"
+    with serving(LoopbackServer()) as srv:
+        register_models([wire.model(srv.url).model_copy(update={"provider": provider})])
+        monkeypatch.setenv("PIC_WIRE_API_KEY", "test-key")
+        try:
+            srv.queue(Reply(parts=wire.text_script("Seen.").parts()))
+            make_figure(ip)
+            run(ip, f"%%pi --model {provider}:{wire.model_id} --new\nWhat does $`fig` show?")
+            [request] = srv.requests
+        finally:
+            unregister_models(provider)
+    [image] = IMAGE_PARTS[api](request.json)
+    assert "iVBORw0KGgo" in json.dumps(image)  # the PNG's base64
