@@ -131,6 +131,8 @@ OPTIONS: tuple[Option, ...] = (
     Option("--seed", "sampling seed (OpenAI-compatible chat completions only)", metavar="N", type=int),
     Option("--timeout", "seconds a model request may go without an answer (default 300; 0: none)",
            metavar="S", type=float, trait="timeout"),
+    Option("--code-timeout", "interrupt a run_code call after S seconds (0: none; headless default 600)",
+           metavar="S", type=float, trait="code_timeout"),
     Option("--max-cost", "stop the run once it has spent USD dollars (the model needs prices; 0: none)",
            metavar="USD", trait="max_cost"),
     Option("--max-total-tokens", "stop the run once its requests used N tokens, input + output (0: none)",
@@ -193,6 +195,18 @@ class PiConfig(Configurable):
         3,
         help="Stop a run when the model makes this many identical tool calls in a row (same tool, "
         "same arguments); 0: off.",
+    ).tag(config=True)
+    code_timeout = Float(
+        0.0,
+        help=option_help(
+            "--code-timeout", "; 0: no limit in runs someone watches (the default), headless_code_timeout in "
+            "headless ones"
+        ),
+    ).tag(config=True)
+    headless_code_timeout = Float(
+        600.0,
+        help="The run_code limit of headless runs (nbconvert, papermill) when code_timeout is 0 and "
+        "the cell gives no --code-timeout: nobody is there to press Stop. 0: no limit.",
     ).tag(config=True)
     text = Bool(False, help=option_help("--text")).tag(config=True)
     plan = Bool(False, help=option_help("--plan")).tag(config=True)
@@ -285,7 +299,7 @@ class PiConfig(Configurable):
         except ValueError as exc:
             raise TraitError(str(exc)) from None
 
-    @validate("retries", "retry_base_delay", "timeout", "loop_guard")
+    @validate("retries", "retry_base_delay", "timeout", "loop_guard", "code_timeout", "headless_code_timeout")
     def _check_not_negative(self, proposal: Any) -> Any:
         if proposal["value"] < 0:
             raise TraitError(f"PiMagics.{proposal['trait'].name} must be 0 or more, not {proposal['value']}")

@@ -46,10 +46,10 @@ from typing import Any
 from IPython.core.error import UsageError
 from IPython.display import display as _untyped_display
 
-from ...agent.types import TurnContext
+from ...agent.types import AgentToolResult, ToolExecutionUpdateEvent, TurnContext
 from ...ai.abort import ABORT_MESSAGE, AbortSignal
 from ...ai.failures import RequestFailure, failure_of
-from ...ai.types import AssistantMessage
+from ...ai.types import AssistantMessage, TextContent
 from ...runtime import AgentSession
 from ..host.compat import cell_running, get_kernel, inactive_controls_reason, install_comm_ack
 from ..host.interrupts import MainThreadBridge, watch_sigint
@@ -224,7 +224,8 @@ class PiRun:
         held = self.session.state
         tools.begin_run(
             dispatch, self._interrupt_from_tool, model=held.model, headless=headless,
-            comms=self._hears_comms(),
+            comms=self._hears_comms(), code_timeout=options.code_limit(headless),
+            on_progress=self._code_progress,
         )
         # planning (--plan): the read-only notebook tools only (prepare_run chose them); the
         # conversation's own tools and MCP tools may change state
@@ -326,6 +327,17 @@ class PiRun:
         card = self.view.state.tool_card(tool_call_id)
         if card is not None:  # cleared on Approve, before the tool runs and reports progress
             card.progress = reason
+
+    def _code_progress(self, tool_call_id: str, line: str) -> None:
+        """``run_code``'s "still running" line, from its clock's thread while the user code holds
+        the main thread (so the agent's loop, which would relay a tool update, cannot run): the
+        view reduces it as the tool's update and draws it (a widget's message is sent through
+        the kernel's IOPub thread)."""
+        card = self.view.state.tool_card(tool_call_id)
+        if card is None or card.status != "running" or self.finished:
+            return
+        partial = AgentToolResult(content=[TextContent(text=line)], details=None)
+        self.view.handle(ToolExecutionUpdateEvent(tool_call_id, card.name, card.args, partial))
 
     def _on_event(self, event: Any) -> None:
         kind = event.type

@@ -4,7 +4,8 @@ A summary runs the value's own code (``__repr__``, ``__len__``, a library's form
 may take a minute or never end. Run on the kernel's main thread it would hold the kernel's loop:
 no Stop, no kernel interrupt (the run's SIGINT handler only schedules a cancellation on that
 loop). So :func:`run_bounded` runs it on a daemon thread of its own while the tool awaits it
-on the loop, which stays free:
+on the loop, which stays free (``wait_bounded`` is the same for a caller that is not on the loop,
+such as the `` $`expr` `` references of a prompt: it blocks that caller for at most as long):
 
 * the summary ends in time: its result (or its exception) is the tool's;
 * ``SUMMARY_SECONDS`` pass, Stop fires the run's signal, or a kernel interrupt cancels the
@@ -31,7 +32,14 @@ from typing import Any, TypeVar
 
 from ...ai.abort import AbortSignal, run_abortable
 
-__all__ = ["SUMMARY_SECONDS", "SummaryStillRunning", "SummaryTimedOut", "run_bounded", "summarising"]
+__all__ = [
+    "SUMMARY_SECONDS",
+    "SummaryStillRunning",
+    "SummaryTimedOut",
+    "run_bounded",
+    "summarising",
+    "wait_bounded",
+]
 
 T = TypeVar("T")
 
@@ -112,3 +120,29 @@ async def run_bounded(
             "__repr__, is slow), so it was abandoned; it may still finish in the background. "
             "Use run_code for a narrower look, e.g. type(x) or len(x)."
         ) from None
+
+
+def wait_bounded(fn: Callable[[], T], *, what: str, seconds: float | None = None) -> T:
+    """``fn()`` on its own thread, waited for (blocking) at most ``seconds``
+    (``SUMMARY_SECONDS``); :class:`SummaryTimedOut` after that, the thread abandoned."""
+    seconds = SUMMARY_SECONDS if seconds is None else seconds
+    done = threading.Event()
+    outcome: list[Any] = []
+
+    def work() -> None:
+        try:
+            outcome.append((True, fn()))
+        except BaseException as exc:  # handed to the caller as it is
+            outcome.append((False, exc))
+        done.set()
+
+    threading.Thread(target=work, name=f"pi-summary {what}", daemon=True).start()
+    if not done.wait(seconds):
+        raise SummaryTimedOut(
+            f"The summary of {what} did not finish within {seconds:g} s (its own code, such as "
+            "__repr__, is slow), so it was abandoned; it may still finish in the background."
+        )
+    ok, result = outcome[0]
+    if not ok:
+        raise result
+    return result  # type: ignore[no-any-return]
