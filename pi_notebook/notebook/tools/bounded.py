@@ -14,6 +14,11 @@ on the loop, which stays free:
 * a value whose abandoned summary is still running is not summarised again
   (:class:`SummaryStillRunning`), so asking twice does not pile up threads on it.
 
+The threads are kept: one that finished its summary waits (idle) for the next, so a warm tool
+call hands its work over instead of starting a thread (a thread start costs several times a
+handover). A summary never waits for a busy thread: when none is idle (one is running an
+abandoned summary), a new one is started.
+
 Reading the namespace from another thread is safe (dict reads); the summary code is the value's
 own, which the user's own cells could be running at the same time once the run has ended: the
 same as any background thread of theirs.
@@ -22,6 +27,7 @@ same as any background thread of theirs.
 from __future__ import annotations
 
 import asyncio
+import queue
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
@@ -38,6 +44,34 @@ SUMMARY_SECONDS = 5.0
 
 _running: dict[int, str] = {}  # id() of a value being summarised -> its name
 _running_lock = threading.Lock()
+
+
+_idle: queue.SimpleQueue[_Worker] = queue.SimpleQueue()
+
+
+class _Worker:
+    """A daemon thread that runs one job at a time and goes back to ``_idle`` after each."""
+
+    def __init__(self) -> None:
+        self._jobs: queue.SimpleQueue[Callable[[], None]] = queue.SimpleQueue()
+        threading.Thread(target=self._serve, name="pi-summary", daemon=True).start()
+
+    def _serve(self) -> None:
+        while True:
+            self._jobs.get()()
+            _idle.put(self)
+
+    def submit(self, job: Callable[[], None]) -> None:
+        self._jobs.put(job)
+
+
+def _start(job: Callable[[], None]) -> None:
+    """``job`` on an idle summary thread, or on a new one when every thread is busy."""
+    try:
+        worker = _idle.get_nowait()
+    except queue.Empty:
+        worker = _Worker()
+    worker.submit(job)
 
 
 class SummaryTimedOut(Exception):
@@ -92,7 +126,7 @@ async def run_bounded(
         with suppress(RuntimeError):  # the loop is closed: the kernel is going away
             loop.call_soon_threadsafe(settle, ok, outcome)
 
-    threading.Thread(target=work, name=f"pi-summary {what}", daemon=True).start()
+    _start(work)
     try:
         return await asyncio.wait_for(run_abortable(asyncio.shield(future), signal), seconds)
     except TimeoutError:
