@@ -31,7 +31,7 @@ import queue
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from ...ai.abort import AbortSignal, run_abortable
 
@@ -41,6 +41,9 @@ T = TypeVar("T")
 
 SUMMARY_SECONDS = 5.0
 """How long one tool call may spend summarising values."""
+
+QUICK_SECONDS = 0.002
+"""How long a summary is waited for without giving the loop back (see ``run_bounded``)."""
 
 _running: dict[int, str] = {}  # id() of a value being summarised -> its name
 _running_lock = threading.Lock()
@@ -104,12 +107,19 @@ async def run_bounded(
     fn: Callable[[], T], *, what: str, seconds: float | None = None, signal: AbortSignal | None = None
 ) -> T:
     """``fn()`` on its own thread, awaited for at most ``seconds`` (``SUMMARY_SECONDS``) and
-    until ``signal`` fires; ``what`` names the summary in the timeout's message."""
+    until ``signal`` fires; ``what`` names the summary in the timeout's message.
+
+    A summary that ends within ``QUICK_SECONDS`` (almost all) is waited for on the spot: the
+    loop is held that long at most, and the result needs no trip through the loop (a wake-up
+    of its selector, a callback, a future). A longer one is awaited on the loop as above."""
     seconds = SUMMARY_SECONDS if seconds is None else seconds
     loop = asyncio.get_running_loop()
-    future: asyncio.Future[T] = loop.create_future()
+    lock = threading.Lock()
+    finished = threading.Event()
+    handed: list[asyncio.Future[T]] = []  # the future awaited once the quick wait is over
+    outcomes: list[tuple[bool, Any]] = []  # (ok, result or exception)
 
-    def settle(ok: bool, outcome: Any) -> None:
+    def settle(future: asyncio.Future[T], ok: bool, outcome: Any) -> None:
         if future.done():
             return  # abandoned: nobody waits any more
         if ok:
@@ -123,10 +133,23 @@ async def run_bounded(
             ok, outcome = True, fn()
         except BaseException as exc:  # handed to the waiting tool as it is
             ok, outcome = False, exc
-        with suppress(RuntimeError):  # the loop is closed: the kernel is going away
-            loop.call_soon_threadsafe(settle, ok, outcome)
+        with lock:
+            outcomes.append((ok, outcome))
+            waiting = handed[0] if handed else None
+        finished.set()
+        if waiting is not None:
+            with suppress(RuntimeError):  # the loop is closed: the kernel is going away
+                loop.call_soon_threadsafe(settle, waiting, ok, outcome)
 
     _start(work)
+    quick = signal is None or not signal.aborted
+    if quick and finished.wait(min(QUICK_SECONDS, seconds)):
+        return cast(T, _outcome(outcomes[0]))
+    with lock:
+        if outcomes:
+            return cast(T, _outcome(outcomes[0]))
+        future: asyncio.Future[T] = loop.create_future()
+        handed.append(future)
     try:
         return await asyncio.wait_for(run_abortable(asyncio.shield(future), signal), seconds)
     except TimeoutError:
@@ -135,3 +158,11 @@ async def run_bounded(
             "__repr__, is slow), so it was abandoned; it may still finish in the background. "
             "Use run_code for a narrower look, e.g. type(x) or len(x)."
         ) from None
+
+
+def _outcome(done: tuple[bool, Any]) -> Any:
+    """The summary's result, or its exception raised here."""
+    ok, outcome = done
+    if ok:
+        return outcome
+    raise outcome
