@@ -417,7 +417,9 @@ class PiRun:
         messages = self.agent.state.messages
         start = self.replayed_from
         if start is None:
-            start = next((i for i, m in enumerate(messages) if m is self.plan.message), None)
+            # from the end: the prompt is among the last messages, however long the conversation
+            prompt = self.plan.message
+            start = next((i for i in range(len(messages) - 1, -1, -1) if messages[i] is prompt), None)
         kept = self.run_messages if self.compacted or start is None else messages[start:]
         return run_result(
             list(kept),
