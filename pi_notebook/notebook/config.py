@@ -334,8 +334,13 @@ class PiConfig(Configurable):
         return bool(getattr(self, name) != self.trait_defaults(name))
 
     def user_set_of(self, names: tuple[str, ...]) -> frozenset[str]:
-        """Those of ``names`` the user set (``user_set``), in one call."""
-        return frozenset(name for name in names if self.user_set(name))
+        """Those of ``names`` the user set (``user_set``), in one call (the config's sections
+        looked up once, not per name)."""
+        sections = [self.config[s] for s in self.section_names() if s in self.config]
+        configured = {name for name in names if any(name in section for section in sections)}
+        return frozenset(
+            name for name in names if name in configured or getattr(self, name) != self.trait_defaults(name)
+        )
 
     def defaults(self) -> Defaults:
         """The traits' settings of a new conversation (Pi's ``settings.json`` is not read here:

@@ -36,7 +36,7 @@ from ..sessions.replay import Recording, find_recording
 from ..state import NotebookState
 from ..tools.notebook_tools import STATE_CHANGING_TOOLS, is_notebook_tool
 from ..tools.pictures import reference_content
-from .approval import ApprovalSetup, RunMode, tool_policy
+from .approval import ApprovalSetup, RunMode, gated_by_run
 from .context import CellContext
 from .requests import seed_notice
 
@@ -184,11 +184,7 @@ def _gated_tools(state: NotebookState, options: RunOptions, session: AgentSessio
         (n, None) for n in sorted(set(STATE_CHANGING_TOOLS).intersection(options.tools))
     ]
     own = [(t.name, t) for t in session.state.tools if not is_notebook_tool(t)]
-    return [
-        name
-        for name, tool in [*offered, *own]
-        if (decided := tool_policy(name, tool, approvals, "deny")) is not None and decided.source == "run"
-    ]
+    return gated_by_run([*offered, *own], approvals)
 
 
 def _setting_notices(

@@ -13,14 +13,10 @@ A ``--plan`` cell is two runs of its conversation: one that plans with read-only
 after Run plan on the plan card (or at once with ``--plan-run``), one that carries the plan
 out (``planning.py``).
 
-A page reloaded during the run gets the run back: in the run's own cell through the notebook
-bridge, else a page that shows the live widget from a notebook saved during the run sees it
-freeze (``reload.py``), and a ``%pi show`` run from a page without it gets the live view at
-once (``reattach.py``).
-
-The view hears every session event (it draws tokens, retries and compactions); the run's own
-bookkeeping hears only the few events it needs, so a streamed token visits the agent, the
-session and the view and nothing else.
+A page reloaded during the run gets the run back in its own cell through the notebook bridge
+(``reload.py``); a ``%pi show`` from a page without it gets the live view (``reattach.py``).
+The view hears every session event; the run's own bookkeeping only the few it needs, so a
+streamed token visits the agent, the session and the view and nothing else.
 
 Two entry points:
 
@@ -63,7 +59,6 @@ from ..state import NotebookState, state_for
 from ..tools.changes import undo_lines
 from ..tools.declare import Dispatch, run_here
 from ..tools.notebook_tools import is_notebook_tool, select_mcp_tools
-from ..tools.previews import approval_labels
 from ..view.notices import rerun_turn
 from ..view.reduce import explain
 from ..view.render import render_text
@@ -79,20 +74,11 @@ from .reattach import attach, shows_run
 from .reload import PageWatch
 from .requests import probe_local_server, run_options
 from .trust import ask_trust
-from .unparsed import repaired, retry_in_place, unparsed_calls
+from .unparsed import offer_unparsed, repaired, retry_in_place, unparsed_calls
 
 __all__ = ["PiRun", "prepare_run", "run_pi", "run_pi_sync"]
 
 _display: Callable[..., Any] = _untyped_display
-
-
-def offer_unparsed(name: str) -> str:
-    """The card's line for a call the server could not finish parsing, in its buttons' words."""
-    yes, no = approval_labels(name)
-    return (
-        "not executed: the server could not parse the model's output after this call. "
-        f"{yes} runs it (the model then gets its result), {no} leaves it."
-    )
 
 
 RETRIED_IN_PLACE = "The failed attempt of this prompt was replaced by this run (the prompt is sent once)."
@@ -449,7 +435,9 @@ class PiRun:
         messages = self.agent.state.messages
         start = self.replayed_from
         if start is None:
-            start = next((i for i, m in enumerate(messages) if m is self.plan.message), None)
+            # from the end: the prompt is among the last messages, however long the conversation
+            prompt = self.plan.message
+            start = next((i for i in range(len(messages) - 1, -1, -1) if messages[i] is prompt), None)
         kept = self.run_messages if self.compacted or start is None else messages[start:]
         return run_result(
             list(kept),

@@ -28,7 +28,7 @@ import reprlib
 import types
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from .bounded import SummaryStillRunning, SummaryTimedOut, summarising, wait_bounded
 from .summaries import recognise
@@ -59,10 +59,26 @@ def redact_text(text: str) -> str:
 _MIN_SECRET_CHARS = 6  # shorter values would redact ordinary words
 
 
+_environ_seen: list[Any] = [None, ()]  # the environment last scanned, its secret values
+
+
+def _environ_secrets() -> tuple[str, ...]:
+    """The secret-named environment variables' values, scanned again only when the environment
+    changed (``os.environ`` decodes every name and value it yields: tens of microseconds per
+    tool result otherwise). The raw mapping under ``os.environ`` is compared as a snapshot."""
+    raw = getattr(os.environ, "_data", None)
+    snapshot = tuple(raw.items()) if isinstance(raw, dict) else None
+    if snapshot is not None and snapshot == _environ_seen[0]:
+        return cast(tuple[str, ...], _environ_seen[1])
+    found = tuple(v for k, v in os.environ.items() if looks_secret(k) and len(v) >= _MIN_SECRET_CHARS)
+    _environ_seen[:] = [snapshot, found]
+    return found
+
+
 def secret_values(namespace: Mapping[str, Any] | None) -> list[str]:
     """Values that must never be shown or written: secret-named environment variables and
     variables of ``namespace`` (``OPENAI_API_KEY``, ``db_password``, ...), longest first."""
-    found = {v for k, v in os.environ.items() if looks_secret(k) and len(v) >= _MIN_SECRET_CHARS}
+    found = set(_environ_secrets())
     for name, value in list((namespace or {}).items()):
         secret = isinstance(value, str) and not name.startswith("_") and looks_secret(name)
         if secret and len(value) >= _MIN_SECRET_CHARS:
