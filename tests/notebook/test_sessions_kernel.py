@@ -3,9 +3,12 @@ notebook recorded under nbclient, then replayed under nbclient with no model ans
 
 from __future__ import annotations
 
+import copy
 import json
+import re
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -16,6 +19,23 @@ from jupyter_client.manager import AsyncKernelManager
 from kernel_driver import KERNEL_NAME, SETUP, Kernel, write_kernelspec
 
 from pi_notebook.session.storage import encode_cwd
+
+REPLAY_NOTE_TEXT = re.compile(r"\n*Replayed \((?:--replay|%pi show)\): the answer recorded at [^\n]*\n?$")
+REPLAY_NOTE_HTML = re.compile(r"<div class=\"pi-notice[^>]*>Replayed \((?:--replay|%pi show)\):.*?</div>")
+
+
+def without_replay_note(data: dict[str, Any]) -> dict[str, Any]:
+    """A replayed output's bundle without the line that marks it as replayed (the rest is the
+    recorded run's output exactly); fails when the line is missing."""
+    data = copy.deepcopy(data)
+    text, marked = REPLAY_NOTE_TEXT.subn("", data["text/plain"])
+    assert marked == 1, data["text/plain"]
+    ended = data["text/plain"].endswith("\n") and not text.endswith("\n")
+    data["text/plain"] = text + "\n" if ended else text
+    if "text/html" in data:
+        data["text/html"], marked = REPLAY_NOTE_HTML.subn("", data["text/html"])
+        assert marked == 1, data["text/html"]
+    return data
 
 pytestmark = pytest.mark.kernel
 
@@ -94,7 +114,8 @@ def test_replay_under_nbclient_reproduces_the_outputs_without_a_model(
         runs.append(nb.cells)
     recorded, replayed = runs
     for i in (1, 2):
-        assert replayed[i].outputs == recorded[i].outputs
+        [shown], [original] = replayed[i].outputs, recorded[i].outputs
+        assert without_replay_note(shown.data) == original.data
     assert "[tool] list_variables" in recorded[1].outputs[0].data["text/plain"]
     assert recorded[3].outputs[0].text == "3 Second answer.\n"
     assert replayed[3].outputs[0].text == "0 Second answer.\n"  # no model was called
@@ -165,7 +186,9 @@ def test_replay_in_a_live_view(tmp_path: Path) -> None:
         watch = Watch(kernel).until_replies([again])
         assert watch.replies[again][1]["status"] == "ok"
         assert watch.find("VBoxModel"), "no live view"
-        assert watch.final_bundle()["text/plain"] == recorded["text/plain"]
+        assert without_replay_note({"text/plain": watch.final_bundle()["text/plain"]}) == {
+            "text/plain": recorded["text/plain"]
+        }
         assert kernel.value("faux.state.call_count") == calls
     finally:
         kernel.close()
