@@ -31,6 +31,7 @@ from ..state import NotebookState
 from ..tools.notebook_tools import is_notebook_tool, mcp_tool_patterns, parse_tools_spec
 from ..tools.references import single_line
 from ..view.reduce import content_to_text
+from .approvals import approvals_command
 from .mcp import mcp_command
 from .resources import HELP as RESOURCES_HELP
 from .resources import RESOURCE_SUBCOMMANDS
@@ -63,6 +64,7 @@ HELP = f"""\
   extension load MODULE_OR_PATH   load a Pi extension (def setup(pi)); list: what is loaded
   NAME [ARGS]             a command an extension registered (pi.register_command)
   undo                    take back what the last run changed in the notebook (alone in a cell)
+  approvals [clear]       the conversation's "Allow for this conversation" grants; clear: forget them
   help                    this text
 """
 HELP += f"\n%pi [--name NAME] SUBCOMMAND, for recorded conversations (Pi session files)\n{SESSIONS_HELP}"
@@ -347,6 +349,7 @@ SUBCOMMANDS = {
     "help": _help_cmd,
     "show": show_cmd,
     "undo": undo_command,
+    "approvals": approvals_command,
     **SESSION_SUBCOMMANDS,
     **RESOURCE_SUBCOMMANDS,
 }
