@@ -6,10 +6,19 @@ are ``test_approval_grants_kernel.py``; in JupyterLab, ``test_browser_grants.py`
 from __future__ import annotations
 
 import asyncio
+import sys
+from pathlib import Path
 from typing import Any
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+from kernel_ipshell import ip_fixture  # noqa: F401
 
 from pi_notebook.agent import AgentTool, AgentToolResult, tool
 from pi_notebook.agent.types import AgentContext, BeforeToolCallContext, TurnContext
+from pi_notebook.ai.faux import FauxRegistration
 from pi_notebook.ai.types import AssistantMessage, TextContent, ToolCall
 from pi_notebook.notebook.run.approval import ApprovalGate
 from pi_notebook.notebook.run.loop_guard import LoopGuard
@@ -212,3 +221,34 @@ def test_a_card_says_it_repeats_an_earlier_call_and_how_that_ended() -> None:
     assert card is not None
     assert card.same_as == "same as call 1, which failed"
     assert "[tool] run_code (done) · same as call 1, which failed" in render_text(state)
+
+
+def _line(shell: Any, text: str) -> str:
+    from IPython.utils.capture import capture_output
+
+    with capture_output() as captured:
+        shell.run_line_magic("pi", text)
+    return str(captured.stdout)
+
+
+def test_pi_approvals_lists_clears_and_reset_forgets(ip: Any, faux: FauxRegistration) -> None:
+    from IPython.core.error import UsageError
+
+    from pi_notebook.notebook.state import state_for
+
+    assert "no grants (it has not started yet)" in _line(ip, "--name other approvals")
+    grants = state_for(ip).conversations.get().grants
+    assert "no grants; every call that needs approval asks" in _line(ip, "approvals")
+    grants.tools.add("run_code")
+    grants.servers.add("files")
+    listed = _line(ip, "approvals")
+    assert "  tool run_code: allowed for this conversation" in listed
+    assert "  MCP server files: its tools allowed for this conversation" in listed
+    assert "cleared 2 grants; its tools ask again" in _line(ip, "approvals clear")
+    assert grants.lines() == []
+    grants.tools.add("run_code")
+    _line(ip, "reset")  # a new conversation asks again
+    assert grants.lines() == []
+    with pytest.raises(UsageError, match="takes nothing or 'clear'"):
+        ip.run_line_magic("pi", "approvals forget")
+    assert "approvals [clear]" in _line(ip, "help")
