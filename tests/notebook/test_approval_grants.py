@@ -130,9 +130,6 @@ def test_a_headless_gate_offers_and_applies_no_grant() -> None:
 
 
 def test_an_mcp_grant_covers_the_servers_tools() -> None:
-    async def execute(*_: Any) -> AgentToolResult:
-        return AgentToolResult(content=[TextContent(text="ran")])
-
     @tool
     def plain(text: str) -> str:
         """Not an MCP tool."""
@@ -244,8 +241,10 @@ def test_pi_approvals_lists_clears_and_reset_forgets(ip: Any, faux: FauxRegistra
     listed = _line(ip, "approvals")
     assert "  tool run_code: allowed for this conversation" in listed
     assert "  MCP server files: its tools allowed for this conversation" in listed
+    assert "granted: run_code, files's tools (%pi approvals)" in _line(ip, "status")
     assert "cleared 2 grants; its tools ask again" in _line(ip, "approvals clear")
     assert grants.lines() == []
+    assert "granted:" not in _line(ip, "status")
     grants.tools.add("run_code")
     _line(ip, "reset")  # a new conversation asks again
     assert grants.lines() == []

@@ -407,7 +407,7 @@ def test_the_loop_guard_stops_identical_tool_calls(ip: Any, faux: FauxRegistrati
     assert results[2].is_error
     assert "3rd identical call of inspect_variable" in results[2].content[0].text
     assert LOOP_NOTICE in plain(captured)
-    assert "loop guard: a run stops after 3 identical tool calls in a row" in line(ip, "status")
+    assert "loop guard: asks before identical tool call 3 in a row runs" in line(ip, "status")
     faux.set_responses(["x is 41."])  # the transcript is valid: the conversation goes on
     pi(ip, "", "so?")
     assert ip.user_ns["_pi"].text == "x is 41."

@@ -40,3 +40,13 @@ def approvals_command(state: NotebookState, name: str | None, rest: str) -> None
     for line in lines:
         print(f"  {line}")
     print("%pi approvals clear forgets them.")
+
+
+def grants_status(state: NotebookState, name: str | None) -> list[str]:
+    """The ``%pi status`` line for conversation ``name``'s grants, when it has any."""
+    found = state.conversations.find(name)
+    if found is None or not (found.grants.tools or found.grants.servers):
+        return []
+    grants = found.grants
+    names = sorted(grants.tools) + [f"{server}'s tools" for server in sorted(grants.servers)]
+    return [f"granted: {', '.join(names)} (%pi approvals)"]

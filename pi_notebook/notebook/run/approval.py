@@ -18,6 +18,12 @@ first match wins:
 ``ask`` where nobody can click (headless, inactive controls) becomes ``deny``, and the tool
 result says why.
 
+Where a card asks, it also offers "Allow for this conversation" (not for ``delete_cells``
+nor an always-ask call): the conversation's grant (``sessions/grants.py``, by tool name or MCP
+server, never by call id) then stands in for the click on later ``ask`` calls of that tool.
+A run nobody can click gets no grants at all. Before any call, the run's loop guard
+(``loop_guard.py``) may ask about a repeated call; denied, it is blocked.
+
 Headless detection (a run with nobody to click must never wait for a human):
 
 1. ``PI_NOTEBOOK_HEADLESS=1`` / ``0`` (also ``true``/``false``, ``yes``/``no``) forces it.
@@ -282,6 +288,8 @@ class ApprovalGate:
     Nothing is remembered by tool-call id: a click answers the one call it was asked for, and
     an approval given before the gate decides (``ask_approval``, ``approve``) is bound to the
     exact call (id, tool, arguments) and counts once; ``delete_cells`` asks every time.
+    ``grants`` (the conversation's, ``None`` where nobody can click) and ``grant_ui`` (the live
+    view) offer and apply "Allow for this conversation"; ``guard`` asks before a repeated call.
     """
 
     def __init__(
