@@ -91,3 +91,18 @@ def test_the_loop_guard_asks_before_the_third_identical_call(k: Kernel) -> None:
     text = watch.final_bundle()["text/plain"]
     assert "same as call 1, which succeeded" in text
     assert "the 3rd did not run (not approved)" in text
+
+
+def test_delete_cells_is_offered_no_grant_and_keeps_asking(k: Kernel) -> None:
+    k.run(
+        "faux.set_responses([tool_use('delete_cells', {'cell_ids': ['nope']}, 'd1'), 'done',"
+        " tool_use('delete_cells', {'cell_ids': ['nope']}, 'd2'), 'done'])"
+    )
+    for n in (1, 2):
+        cell = k.execute(f"%%pi --model faux:faux-1 --approve auto\ndelete a cell ({n})")
+        clicked, react = click_once(k, "Deny")
+        watch = Watch(k).until_replies([cell], react, timeout=60)
+        assert watch.replies[cell][1]["status"] == "ok"
+        assert len(clicked) == 1, f"run {n}: delete_cells did not ask"
+        assert not watch.find("ButtonModel", description=ALLOW)
+    assert "no grants" in k.run("%pi approvals")["stdout"]
