@@ -39,6 +39,9 @@ from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
 CELL = "%%pi --model faux:faux-1 --text\nWhat is in the kernel?"
+BASE_TOOLS = "list_variables,inspect_variable,read_cells,read_notebook,run_code,insert_cell,set_variable"
+"""The notebook tools bd0eb01 offered by default (later trees offer four more: every request
+carries their schemas, which the faux provider serializes for its usage estimate)."""
 
 
 def _script(faux: Any, pf: Any) -> None:
@@ -83,6 +86,9 @@ def _crossings(shell: Any, faux: Any, pf: Any) -> int:
 
 def child(cells: int, warm: int) -> None:
     """Runs in the child process: prints one JSON line."""
+    global CELL
+    if os.environ.get("BENCH_CELL_TOOLS"):  # --same-tools: the same tools offered in both trees
+        CELL = CELL.replace("--text", f"--text --tools {os.environ['BENCH_CELL_TOOLS']}")
     from IPython.core.interactiveshell import InteractiveShell
     from IPython.utils.capture import capture_output
 
@@ -112,8 +118,10 @@ def child(cells: int, warm: int) -> None:
     print(json.dumps({"tree": where, "crossings": crossings, "cpu_ms": cpu_ms, "answer": answer}))
 
 
-def measure(tree: Path, cells: int, warm: int) -> dict[str, Any]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("PI_NOTEBOOK_", "JPY_"))}
+def measure(tree: Path, cells: int, warm: int, tools: str = "") -> dict[str, Any]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PI_NOTEBOOK_", "JPY_", "BENCH_"))}
+    if tools:
+        env["BENCH_CELL_TOOLS"] = tools
     env.update({"PYTHONPATH": str(tree), "PI_NOTEBOOK_RECORD": "0", "MPLBACKEND": "Agg"})
     command = [sys.executable, __file__, "--child", str(cells), str(warm)]  # sys.path[0]: bench/
     done = subprocess.run(
@@ -133,11 +141,16 @@ def main() -> None:
     parser.add_argument("--cells", type=int, default=40)
     parser.add_argument("--warm", type=int, default=5)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument(
+        "--same-tools",
+        action="store_true",
+        help=f"offer only the tools bd0eb01 had ({BASE_TOOLS}) in both trees: the same requests",
+    )
     args = parser.parse_args()
     rows: dict[str, list[dict[str, Any]]] = {"base": [], "this": []}
     for _ in range(args.rounds):
         for name, tree in (("base", args.base), ("this", REPO)):
-            rows[name].append(measure(tree, args.cells, args.warm))
+            rows[name].append(measure(tree, args.cells, args.warm, BASE_TOOLS if args.same_tools else ""))
     cpu = {name: statistics.median(r["cpu_ms"] for r in found) for name, found in rows.items()}
     ratios = [t["cpu_ms"] / b["cpu_ms"] for b, t in zip(rows["base"], rows["this"], strict=True)]
     crossings = {name: found[0]["crossings"] for name, found in rows.items()}

@@ -17,6 +17,7 @@ import { Kernel, KernelMessage } from '@jupyterlab/services';
 
 const TARGET = 'pi_notebook.bridge';
 const PROTOCOL = 1;
+const SHOW_CELL = 'pi-notebook-bridge:show-cell';
 
 type Json = any; // eslint-disable-line @typescript-eslint/no-explicit-any
 
@@ -109,12 +110,74 @@ function remove(panel: NotebookPanel, msg: Json): Json {
   return { removed };
 }
 
-function setOutputs(panel: NotebookPanel, msg: Json): Json {
+/**
+ * A run's cell whose page was reloaded: the document holds what was last saved, maybe an empty
+ * input or no such cell at all. With `source`, the run's own source comes back too (into an
+ * empty cell, or a document nobody has edited since it was loaded: never over a user's edit),
+ * and with `create` a missing cell is inserted at the end, with the run's id, and the user is
+ * told where it is (a notification whose button goes to it).
+ */
+function restoreCell(app: JupyterFrontEnd, panel: NotebookPanel, msg: Json): boolean {
+  const cells = cellsOf(panel);
+  if (cells.some(cell => cell.getId() === msg.id)) {
+    if (typeof msg.source === 'string') {
+      const cell = cells[indexOf(panel, msg.id)];
+      const blank = cell.getSource().trim() === '';
+      if (cell.cell_type === 'code' && (blank || !panel.context.model.dirty) && cell.getSource() !== msg.source) {
+        cell.setSource(msg.source);
+      }
+    }
+    return false;
+  }
+  if (!msg.create || typeof msg.source !== 'string') {
+    return false; // checkSource refuses: no such cell
+  }
+  const shared = panel.content.model!.sharedModel;
+  shared.insertCells(cells.length, [
+    { cell_type: 'code', id: msg.id, source: msg.source, metadata: {}, outputs: [], execution_count: null }
+  ]);
+  const message = 'A pi cell that ran after the last save was not in the notebook: it is back, at the end.';
+  void app.commands
+    .execute('apputils:notify', {
+      message,
+      type: 'info',
+      options: {
+        autoClose: false,
+        actions: [{ label: 'Show the cell', commandId: SHOW_CELL, args: { path: panel.context.path, id: msg.id } }]
+      }
+    })
+    .catch(() => undefined); // a frontend without notifications: the cell is there all the same
+  return true;
+}
+
+/**
+ * The run's output is the kernel's answer to the user's own cell, as an executed cell's is,
+ * which the frontend trusts: a reloaded notebook that was never saved (so never signed) would
+ * otherwise show the live widget as its plain-text fallback, and the card's buttons not at all.
+ */
+function trust(panel: NotebookPanel, id: string): void {
+  const cells = panel.content.model?.cells;
+  if (!cells) {
+    return;
+  }
+  for (let i = 0; i < cells.length; i++) {
+    const model = cells.get(i);
+    if (model.id === id) {
+      model.trusted = true;
+    }
+  }
+}
+
+function setOutputs(app: JupyterFrontEnd, panel: NotebookPanel, msg: Json): Json {
+  const created = restoreCell(app, panel, msg);
   const cell = checkSource(panel, msg.id, msg.expect);
   if (cell.cell_type !== 'code') {
     throw new Refused(`cell ${msg.id} is not a code cell`);
   }
-  const before = { outputs: cell.getOutputs(), execution_count: cell.execution_count };
+  const before = { outputs: cell.getOutputs(), execution_count: cell.execution_count, created };
+  if (typeof msg.source === 'string') {
+    trust(panel, msg.id);
+  }
   cell.transact(() => {
     cell.setOutputs(msg.outputs);
     cell.execution_count = msg.execution_count ?? null;
@@ -122,15 +185,29 @@ function setOutputs(panel: NotebookPanel, msg: Json): Json {
   return before;
 }
 
-const OPS: { [op: string]: (panel: NotebookPanel, msg: Json) => Json } = {
-  read: panel => read(panel),
-  insert,
-  edit,
-  delete: remove,
+function showCell(tracker: INotebookTracker, path: string, id: string): void {
+  const panel = tracker.find(widget => widget.context.path === path);
+  if (!panel) {
+    return;
+  }
+  const index = cellsOf(panel).findIndex(cell => cell.getId() === id);
+  if (index >= 0) {
+    panel.content.activeCellIndex = index;
+    void panel.content.scrollToItem(index, 'center');
+  }
+}
+
+type Op = (app: JupyterFrontEnd, panel: NotebookPanel, msg: Json) => Json;
+
+const OPS: { [op: string]: Op } = {
+  read: (_, panel) => read(panel),
+  insert: (_, panel, msg) => insert(panel, msg),
+  edit: (_, panel, msg) => edit(panel, msg),
+  delete: (_, panel, msg) => remove(panel, msg),
   set_outputs: setOutputs
 };
 
-function answer(comm: Kernel.IComm, panel: NotebookPanel, msg: KernelMessage.ICommMsgMsg): void {
+function answer(app: JupyterFrontEnd, comm: Kernel.IComm, panel: NotebookPanel, msg: KernelMessage.ICommMsgMsg): void {
   const data = msg.content.data as Json;
   const op = OPS[data.op];
   let reply: Json;
@@ -138,7 +215,7 @@ function answer(comm: Kernel.IComm, panel: NotebookPanel, msg: KernelMessage.ICo
     if (!op) {
       throw new Refused(`unknown request ${JSON.stringify(data.op)}`);
     }
-    reply = { req: data.req, ok: true, result: op(panel, data) };
+    reply = { req: data.req, ok: true, result: op(app, panel, data) };
   } catch (error) {
     const text = error instanceof Error ? error.message : String(error);
     reply = { req: data.req, ok: false, error: text, refused: error instanceof Refused };
@@ -159,7 +236,7 @@ function watch(app: JupyterFrontEnd, panel: NotebookPanel): void {
     }
     registered.add(kernel);
     kernel.registerCommTarget(TARGET, (comm: Kernel.IComm) => {
-      comm.onMsg = msg => answer(comm, panel, msg);
+      comm.onMsg = msg => answer(app, comm, panel, msg);
       comm.send({
         op: 'hello',
         protocol: PROTOCOL,
@@ -180,6 +257,10 @@ const plugin: JupyterFrontEndPlugin<void> = {
   autoStart: true,
   requires: [INotebookTracker],
   activate: (app: JupyterFrontEnd, tracker: INotebookTracker) => {
+    app.commands.addCommand(SHOW_CELL, {
+      label: 'Show the cell',
+      execute: args => showCell(tracker, String(args.path), String(args.id))
+    });
     tracker.forEach(panel => watch(app, panel));
     tracker.widgetAdded.connect((_, panel) => watch(app, panel));
   }

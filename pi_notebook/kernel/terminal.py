@@ -16,7 +16,10 @@ anyway; Ctrl-C at the question (the console passes it on to the kernel) denies t
 interrupts the run as Ctrl-C does anywhere else. The output left behind is the ending and the
 footer line: the answer itself is already on the terminal. The footer's elapsed time is the
 view's own clock, from the view's creation to the end of the run (message timestamps mark when a
-message started, so they miss the time the last answer took to stream).
+message started, so they miss the time the last answer took to stream). Agent code that runs long gets a
+"still running" line (elapsed time, last line it printed) when it passes a few seconds and then
+every ``PROGRESS_EVERY`` seconds, written to the kernel's stdout as it was when the run began
+(``run_code`` captures ``sys.stdout`` while its code runs).
 """
 
 from __future__ import annotations
@@ -37,12 +40,11 @@ __all__ = ["RESULT_CHARS", "RESULT_LINES", "TerminalView"]
 RESULT_LINES = 20
 RESULT_CHARS = 2000
 
+PROGRESS_EVERY = 10.0
+"""Seconds between two "still running" lines of one tool call on the terminal."""
+
 Ask = Callable[[str], str]
 """The kernel's ``raw_input``: sends an ``input_request`` and returns the reply."""
-
-
-def _write(text: str) -> None:
-    sys.stdout.write(text)
 
 
 def _shown_args(card: ToolCard | None) -> str:
@@ -93,6 +95,8 @@ class TerminalView:
         self.state = ViewState(prompt=prompt)
         self._started = time.monotonic()
         self._ask = ask
+        self._out = sys.stdout  # the kernel's, before run_code captures it
+        self._progress_at: dict[str, float] = {}
         self._at_line_start = True
         self._sent_shown = False
         self._last_shown: str | None = None
@@ -103,7 +107,7 @@ class TerminalView:
     def _emit(self, text: str) -> None:
         if text:
             self._last_shown = None
-            _write(text)
+            self._out.write(text)
             self._at_line_start = text.endswith("\n")
 
     def _line(self, text: str) -> None:
@@ -132,10 +136,23 @@ class TerminalView:
             card = self.state.tool_card(event.tool_call_id)
             self._line(f"[tool] {event.tool_name}{_shown_args(card)}")
             self._last_shown = event.tool_call_id
+        elif kind == "tool_execution_update":
+            self._progress(event.tool_call_id, event.tool_name)
         elif kind == "tool_execution_end":
             card = self.state.tool_card(event.tool_call_id)
             ended = f"[tool] {event.tool_name}: {'error' if event.is_error else 'done'}"
             self._line(ended + _shown_result(card))
+
+    def _progress(self, tool_call_id: str, name: str) -> None:
+        """A running call's progress line, at most once every ``PROGRESS_EVERY`` seconds."""
+        card = self.state.tool_card(tool_call_id)
+        now = time.monotonic()
+        last = self._progress_at.get(tool_call_id, -PROGRESS_EVERY)
+        if card is None or not card.progress or now - last < PROGRESS_EVERY:
+            return
+        self._progress_at[tool_call_id] = now
+        self._line(f"[tool] {name}: {card.progress}")
+        self._out.flush()
 
     def request_approval(self, tool_call_id: str) -> asyncio.Future[bool]:
         card = self.state.tool_card(tool_call_id)

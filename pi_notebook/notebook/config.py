@@ -131,6 +131,8 @@ OPTIONS: tuple[Option, ...] = (
     Option("--seed", "sampling seed (OpenAI-compatible chat completions only)", metavar="N", type=int),
     Option("--timeout", "seconds a model request may go without an answer (default 300; 0: none)",
            metavar="S", type=float, trait="timeout"),
+    Option("--code-timeout", "interrupt a run_code call after S seconds (0: none; headless default 600)",
+           metavar="S", type=float, trait="code_timeout"),
     Option("--max-cost", "stop the run once it has spent USD dollars (the model needs prices; 0: none)",
            metavar="USD", trait="max_cost"),
     Option("--max-total-tokens", "stop the run once its requests used N tokens, input + output (0: none)",
@@ -193,6 +195,18 @@ class PiConfig(Configurable):
         3,
         help="Ask before the model's Nth identical tool call in a row runs (same tool, same "
         "arguments); denied, or with nobody to ask, it does not run and the run stops; 0: off.",
+    ).tag(config=True)
+    code_timeout = Float(
+        0.0,
+        help=option_help(
+            "--code-timeout", "; 0: no limit in runs someone watches (the default), headless_code_timeout in "
+            "headless ones"
+        ),
+    ).tag(config=True)
+    headless_code_timeout = Float(
+        600.0,
+        help="The run_code limit of headless runs (nbconvert, papermill) when code_timeout is 0 and "
+        "the cell gives no --code-timeout: nobody is there to press Stop. 0: no limit.",
     ).tag(config=True)
     text = Bool(False, help=option_help("--text")).tag(config=True)
     plan = Bool(False, help=option_help("--plan")).tag(config=True)
@@ -285,7 +299,7 @@ class PiConfig(Configurable):
         except ValueError as exc:
             raise TraitError(str(exc)) from None
 
-    @validate("retries", "retry_base_delay", "timeout", "loop_guard")
+    @validate("retries", "retry_base_delay", "timeout", "loop_guard", "code_timeout", "headless_code_timeout")
     def _check_not_negative(self, proposal: Any) -> Any:
         if proposal["value"] < 0:
             raise TraitError(f"PiMagics.{proposal['trait'].name} must be 0 or more, not {proposal['value']}")
@@ -320,8 +334,13 @@ class PiConfig(Configurable):
         return bool(getattr(self, name) != self.trait_defaults(name))
 
     def user_set_of(self, names: tuple[str, ...]) -> frozenset[str]:
-        """Those of ``names`` the user set (``user_set``), in one call."""
-        return frozenset(name for name in names if self.user_set(name))
+        """Those of ``names`` the user set (``user_set``), in one call (the config's sections
+        looked up once, not per name)."""
+        sections = [self.config[s] for s in self.section_names() if s in self.config]
+        configured = {name for name in names if any(name in section for section in sections)}
+        return frozenset(
+            name for name in names if name in configured or getattr(self, name) != self.trait_defaults(name)
+        )
 
     def defaults(self) -> Defaults:
         """The traits' settings of a new conversation (Pi's ``settings.json`` is not read here:

@@ -95,6 +95,21 @@ class RunOptions:
         self.resume: bool = ns.resume
         self.replay: bool = bool(ns.replay or config.replay or env_flag(REPLAY_ENV))
         self.loop_guard: int = config.loop_guard
+        code_timeout = ns.code_timeout
+        if code_timeout is not None and not 0 <= code_timeout < math.inf:  # also NaN
+            raise UsageError(f"--code-timeout takes seconds, 0 or more (0: no limit), not {code_timeout}")
+        self.code_timeout: float | None = code_timeout
+        """``--code-timeout`` as given (None: not given; ``code_limit`` applies the defaults)."""
+        self._default_code_timeout = config.code_timeout
+        self._headless_code_timeout = config.headless_code_timeout
+
+    def code_limit(self, headless: bool) -> float | None:
+        """Seconds one ``run_code`` call may run (None: no limit): ``--code-timeout``, else
+        ``c.PiMagics.code_timeout``, else in a headless run ``headless_code_timeout``."""
+        limit = self.code_timeout
+        if limit is None:
+            limit = self._default_code_timeout or (self._headless_code_timeout if headless else 0.0)
+        return limit or None
 
 
 def run_budget(max_cost: str | None, max_total_tokens: str | None, config: PiConfig) -> Budget | None:

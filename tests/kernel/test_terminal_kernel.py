@@ -184,3 +184,24 @@ def test_what_the_model_received_is_printed_before_the_answer(p: PiKernelUnderTe
     assert lines[1] == "    look at `shared_total`"
     assert "    `shared_total` (value):" in lines
     assert lines[-1] == "seen"
+
+
+def test_code_past_its_time_limit_is_interrupted_and_the_run_answers(p: PiKernelUnderTest) -> None:
+    code = "import time\nprint('epoch 1')\ntime.sleep(60)"
+    p.python(f"faux.set_responses([tool_use('run_code', {{'code': {code!r}}}, 's1'), 'it timed out'])")
+    started = time.monotonic()
+    reply = answer_questions(p, p.execute("%%pi --approve auto --code-timeout 4\ntrain"), [])
+    assert reply["status"] == "ok", reply
+    assert time.monotonic() - started < 20
+    lines = reply["stdout"].splitlines()
+    # the clock's first line comes at 3 s (later on a loaded machine: its seconds are not compared)
+    still = r"\[tool\] run_code: Still running: \d s of its 4 s limit · last printed: epoch 1"
+    running = [i for i, line in enumerate(lines) if re.fullmatch(still, line)]
+    ended = lines.index("[tool] run_code: error")
+    assert running, lines
+    assert running[-1] < ended  # then the result, bounded, and the answer
+    assert "TimeoutError: run_code was interrupted at its time limit of 4 s" in "\n".join(lines[ended:])
+    assert lines[-1] == "it timed out"
+    result = p.value("_pi.messages[2].content[0].text")
+    assert "TimeoutError: run_code was interrupted at its time limit of 4 s" in result
+    assert p.value("1 + 1") == "2"

@@ -399,3 +399,18 @@ def test_references_are_summarised_and_braces_untouched(ip: Any) -> None:
     assert FAKE_KEY not in format_references(secret)
     assert secret[1].error
     assert "NameError" in secret[1].summary
+
+
+def test_secret_environment_values_follow_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The environment's secrets are remembered between tool results, but a variable set,
+    changed or removed since is seen by the next one."""
+    from pi_notebook.notebook.tools.references import secret_values
+
+    monkeypatch.setenv("ENGINE_TEST_API_KEY", "first-secret-value")
+    assert "first-secret-value" in secret_values({})
+    monkeypatch.setenv("ENGINE_TEST_API_KEY", "second-secret-value")
+    found = secret_values({})
+    assert "second-secret-value" in found
+    assert "first-secret-value" not in found
+    monkeypatch.delenv("ENGINE_TEST_API_KEY")
+    assert "second-secret-value" not in secret_values({})

@@ -8,9 +8,12 @@ page saw sends nothing more."""
 
 from __future__ import annotations
 
+import contextlib
 import sys
+import time
 import uuid
 from pathlib import Path
+from queue import Empty
 from typing import Any
 
 import pytest
@@ -120,3 +123,63 @@ def test_a_waiting_pi_show_gets_the_live_view_and_its_approval(k: Kernel) -> Non
     assert "Set from the new page." in watch.final_bundle()["text/html"]
     assert watch.replies[shown[0]][1]["status"] == "ok"
     assert not [t for t, text in watch.stdout if t > watch.replies[cell][0]]
+
+
+def test_a_page_with_the_bridge_gets_the_run_back_with_its_source(k: Kernel) -> None:
+    """A page that connects mid-run, with the notebook bridge: the kernel writes the run into
+    its cell by id, the first write carrying the run's source (the reloaded document may hold
+    an empty or older input, or no such cell: ``create``), the freeze only the output."""
+    from pi_notebook.notebook.bridge.client import PROTOCOL, TARGET
+
+    k.run("faux.set_responses(['Counting ' + 'slowly ' * 30 + 'to the end.'])")  # ~1.5 s
+    source = "%%pi --model faux:faux-1\ncount, typed after the last save"
+    content = {
+        "code": source,
+        "silent": False,
+        "store_history": True,
+        "user_expressions": {},
+        "allow_stdin": True,  # a page, not a headless client
+        "stop_on_error": True,
+    }
+    request = k.kc.session.msg("execute_request", content, metadata={"cellId": "run-cell"})
+    k.kc.shell_channel.send(request)
+    cell = str(request["header"]["msg_id"])
+    writes: list[dict[str, Any]] = []
+    asked: list[str] = []
+
+    def react(watch: Watch, msg: dict[str, Any]) -> None:
+        data = msg["content"].get("data", {})
+        streaming = msg["msg_type"] == "comm_msg" and "outputs" in data.get("state", {})
+        if not asked and streaming:
+            asked.append(connect_page(k))  # a reloaded page, mid-stream
+        if msg["msg_type"] == "comm_open" and msg["content"].get("target_name") == TARGET:
+            hello = {
+                "op": "hello",
+                "protocol": PROTOCOL,
+                "frontend": "JupyterLab",
+                "version": "4",
+                "path": "n.ipynb",
+            }
+            k.send_comm(msg["content"]["comm_id"], hello)
+        if msg["msg_type"] == "comm_msg" and data.get("op") == "set_outputs":
+            writes.append(data)
+            k.send_comm(msg["content"]["comm_id"], {"req": data["req"], "ok": True, "result": {}})
+
+    watch = Watch(k)
+    deadline = time.monotonic() + 30
+    while len(writes) < 2 and time.monotonic() < deadline:  # the freeze is written as the run ends
+        with contextlib.suppress(Empty):
+            msg = k.kc.get_iopub_msg(timeout=0.05)
+            watch._record(msg)
+            react(watch, msg)
+        watch._poll_shell()
+    watch.until_replies([cell])
+    assert watch.replies[cell][1]["status"] == "ok"
+    assert asked
+    live, frozen = writes[0], writes[-1]
+    assert len(writes) >= 2
+    assert (live["id"], live["source"], live["create"]) == ("run-cell", source, True)
+    assert "application/vnd.jupyter.widget-view+json" in live["outputs"][0]["data"]
+    assert "source" not in frozen  # the page has it since the first write
+    assert "create" not in frozen
+    assert "to the end." in frozen["outputs"][0]["data"]["text/html"]

@@ -216,6 +216,24 @@ def test_current_rereads_only_when_a_file_changed(tree: dict[str, Path]) -> None
     assert loader.load().context_files == ()
 
 
+def test_a_missing_folder_or_file_that_appears_later_is_seen(tree: dict[str, Path]) -> None:
+    """A warm check skips missing paths under unchanged folders; creating one changes its
+    folder, so it is still seen: a project ``.pi/prompts`` (two levels missing) and the agent
+    dir's trust file."""
+    loader = ResourceLoader(
+        str(tree["cwd"]), agent_dir=str(tree["agent"]), home=str(tree["home"]), trusted=True
+    )
+    first = loader.current()
+    assert loader.current() is first
+    write(tree["cwd"] / ".pi" / "prompts" / "mine.md", "Mine: $1\n")
+    second = loader.current()
+    assert second is not first
+    assert sorted(t.name for t in second.templates) == ["mine", "ok"]
+    assert loader.current() is second
+    write(tree["agent"] / "trust.json", "{}\n")
+    assert loader.current() is not second
+
+
 @pytest.mark.asyncio
 async def test_the_model_reads_a_skill_through_the_session(
     faux: FauxRegistration, tree: dict[str, Path]

@@ -295,3 +295,12 @@ def execute_request_cell_id(kernel: Any) -> str | None:
     metadata = parent.get("metadata") if parent is not None else None
     cell_id = metadata.get("cellId") if isinstance(metadata, dict) else None
     return cell_id if isinstance(cell_id, str) and cell_id else None
+
+
+def execute_request_code(kernel: Any) -> str | None:
+    """The code of the ``execute_request`` being handled (for a ``%%pi`` cell: the cell's whole
+    source, as the page that ran it had it), or ``None``."""
+    parent = _shell_parent(kernel)
+    content = parent.get("content") if parent is not None else None
+    code = content.get("code") if isinstance(content, dict) else None
+    return code if isinstance(code, str) else None

@@ -251,6 +251,16 @@ def tool_policy(
     return None
 
 
+def gated_by_run(tools: Iterable[tuple[str, AgentTool | None]], approvals: Mapping[str, Policy]) -> list[str]:
+    """The names of ``tools`` whose policy is the run's (``--approve``): gated, and neither
+    ``approvals`` nor the tool's own policy decides for them."""
+    return [
+        name
+        for name, tool in tools
+        if (decided := tool_policy(name, tool, approvals, "deny")) is not None and decided.source == "run"
+    ]
+
+
 def denied_reason(name: str, decision: ToolPolicy, *, headless: bool) -> str:
     """What the model reads when the policy (not a click) blocked a call of ``name``."""
     if decision.source == "run":

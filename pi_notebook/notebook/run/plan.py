@@ -5,7 +5,7 @@ conversation (creating, replacing or resuming it), applies ``--model``, ``--thin
 ``--system``, which stay with the conversation, and on the first cell of an empty conversation
 looks once for a recorded session of it that ``%pi resume`` would continue. ``plan_run`` then
 only reads: the prompt as typed and as sent (``/skill:name`` and ``/template`` expanded as Pi
-expands them, then ``$`expr``` references), the mode (live
+expands them, then ``$`expr``` references, with the pictures of those that have one), the mode (live
 or static, can anyone click, headless), the approval policy and the tools it gates, the lines
 shown under the run from the start (a headless run's approval line waits for the first call
 the policy decides), the recording to replay, whether a failure raises, the session settings
@@ -24,7 +24,7 @@ from typing import Any
 from IPython.core.error import UsageError
 
 from ...ai.models import user_models_problem
-from ...ai.types import TextContent, UserMessage
+from ...ai.types import UserMessage
 from ...runtime import AgentSession, AgentSessionSettings, Budget
 from ...runtime.budget import check_priced, reached
 from ..config import MODEL_ENV
@@ -35,8 +35,8 @@ from ..sessions.conversations import Conversation, use_model
 from ..sessions.replay import Recording, find_recording
 from ..state import NotebookState
 from ..tools.notebook_tools import STATE_CHANGING_TOOLS, is_notebook_tool
-from ..tools.references import expand_references, format_references
-from .approval import ApprovalSetup, RunMode, tool_policy
+from ..tools.pictures import reference_content
+from .approval import ApprovalSetup, RunMode, gated_by_run
 from .context import CellContext
 from .requests import seed_notice
 
@@ -140,8 +140,9 @@ def plan_run(
     if prompt.startswith("/") and len(prompt) > 1:  # an extension's /command wins, as in Pi
         command = prompt[1:].split(maxsplit=1)[0]
         typed = prompt if command in state.extensions.runner.commands() else session.expand_input(prompt)
-    text, refs = expand_references(typed, state.shell.user_ns)
-    content = [TextContent(text=text)] + ([TextContent(text=format_references(refs))] if refs else [])
+    model = session.model
+    sees_images = model is None or "image" in model.input
+    content = reference_content(typed, state.shell, state.errors, sees_images=sees_images)
     gated = _gated_tools(state, options, session)
     approval = state.approval(options.approve, mode, gated)
     raise_on_error = mode.headless.headless if options.raise_on_error is None else options.raise_on_error
@@ -183,11 +184,7 @@ def _gated_tools(state: NotebookState, options: RunOptions, session: AgentSessio
         (n, None) for n in sorted(set(STATE_CHANGING_TOOLS).intersection(options.tools))
     ]
     own = [(t.name, t) for t in session.state.tools if not is_notebook_tool(t)]
-    return [
-        name
-        for name, tool in [*offered, *own]
-        if (decided := tool_policy(name, tool, approvals, "deny")) is not None and decided.source == "run"
-    ]
+    return gated_by_run([*offered, *own], approvals)
 
 
 def _setting_notices(

@@ -5,9 +5,11 @@ Such a page never gets the run's output messages: the frontend delivers them onl
 whose request made them. Two ways back:
 
 * With the notebook bridge (the pi-notebook-bridge labextension, ``rewrite.py``), the run's own
-  cell is written in the new page's document: the live widget while the run goes on, the
-  frozen view when it ends, so the notebook saved from that page keeps the static output.
-* Without it (or when the reloaded document lacks the cell), a page showing the live widget
+  cell is written in the new page's document, its source included (inserted at the end when
+  that document never had it): the live widget while the run goes on, so a pending Approve is
+  clickable again, the frozen view when it ends, so the notebook saved from that page keeps
+  the static output.
+* Without it, a page showing the live widget
   from a notebook saved during the run sees the widget itself take the frozen look, with a line
   saying how to keep an output that survives a kernel restart (``%pi show``, then clear).
 """
@@ -19,7 +21,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..config import DEFAULT_NAME
-from ..host.compat import execute_request_cell_id
+from ..host.compat import execute_request_cell_id, execute_request_code
 from ..host.pages import on_next_page, pages_connected, watch_pages
 from ..view.reduce import add_notice
 from ..view.render import render_html
@@ -43,6 +45,8 @@ class PageWatch:
         """Pages connected when the live view was shown; ``None``: not counted."""
         self._kernel: Any = None
         self._cell_id: str | None = None
+        self._source: str | None = None
+        """The run's cell source, written back with the run to a page that connects."""
         self._count: int | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._live: Callable[[], dict[str, Any]] | None = None
@@ -59,6 +63,7 @@ class PageWatch:
         if bridge and kernel is not None:
             self._kernel, self._count = kernel, execution_count
             self._cell_id = execute_request_cell_id(kernel)
+            self._source = execute_request_code(kernel)
 
     def running(self, loop: asyncio.AbstractEventLoop, live: Callable[[], dict[str, Any]]) -> None:
         """The run began on ``loop``: a page that connects from now on gets the live widget in
@@ -72,17 +77,24 @@ class PageWatch:
         if loop is None or live is None or loop.is_closed():
             return
         on_next_page(self._page_connected)  # and the one after, while the run goes on
-        loop.call_soon_threadsafe(lambda: self._spawn(self._write(live())))
+        loop.call_soon_threadsafe(lambda: self._spawn(self._write(live(), restore=True)))
 
     def _spawn(self, write: Any) -> None:  # on the run's loop
         task = asyncio.ensure_future(write)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
-    async def _write(self, bundle: dict[str, Any], attempts: int = ATTEMPTS) -> bool:
+    async def _write(
+        self, bundle: dict[str, Any], attempts: int = ATTEMPTS, *, restore: bool = False
+    ) -> bool:
+        """Write ``bundle`` in the run's cell of the newest page; ``restore``: the first write
+        to that page, which also puts the run's source back (or inserts the cell)."""
         if self._cell_id is None:
             return False
-        return await write_cell_output(self._kernel, self._cell_id, bundle, self._count, attempts=attempts)
+        source = self._source if restore else None
+        return await write_cell_output(
+            self._kernel, self._cell_id, bundle, self._count, source=source, attempts=attempts
+        )
 
     def finish(self, view: Any, bundle: dict[str, Any]) -> None:
         """The run ended with ``bundle`` as its output (main thread): a page that connected
@@ -98,13 +110,13 @@ class PageWatch:
             add_notice(view.state, notice, "reloaded")
             view.show_frozen(render_html(view.state))
 
-        async def freeze(attempts: int = ATTEMPTS) -> None:
-            if not await self._write(bundle, attempts):
+        async def freeze(attempts: int = ATTEMPTS, restore: bool = True) -> None:
+            if not await self._write(bundle, attempts, restore=restore):
                 look_frozen()
 
         if pages_connected() != self._pages_at:
             if loop is not None and self._cell_id is not None and not loop.is_closed():
-                self._spawn(freeze(attempts=1))  # the page connected a while ago
+                self._spawn(freeze(attempts=1, restore=False))  # connected a while ago: restored then
             else:
                 look_frozen()
         elif loop is not None:

@@ -5,9 +5,12 @@ notebook saved from that page holds the static output whatever happened to the p
 
 The frontend drops every output message of a request whose page is gone, so the kernel cannot
 reach that cell through the request; the bridge writes the cell's outputs in the document
-itself (an ordinary document edit). Where it cannot (no extension, a frontend that ignores
-comms, a reloaded document without that cell because it was never saved with it), nothing is
-written and the caller falls back (``%pi show``, the widget's own frozen look)."""
+itself (an ordinary document edit). The first write to a page also restores the cell's input
+(the run's source: the reloaded document holds what was last saved, maybe an empty cell) and,
+when the document has no such cell (it was never saved with it), the bridge inserts it at the
+end with its id and tells the user where it is. Where nothing can be written (no extension, a
+frontend that ignores comms), the caller falls back (``%pi show``, the widget's own frozen
+look)."""
 
 from __future__ import annotations
 
@@ -32,17 +35,23 @@ async def write_cell_output(
     bundle: dict[str, Any],
     execution_count: int | None,
     *,
+    source: str | None = None,
     attempts: int = ATTEMPTS,
     wait: float = 1.0,
 ) -> bool:
     """Set the outputs of the cell ``cell_id`` to one display of ``bundle``; True when the
-    frontend wrote it. ``attempts``: for a page that has just connected (one is enough for a
-    page connected long ago)."""
+    frontend wrote it. ``source``: the run's cell source, written back with the output (the
+    reloaded document may hold an older or empty input, or no such cell: the bridge then
+    inserts it, at the end). ``attempts``: for a page that has just connected (one is enough
+    for a page connected long ago)."""
     output = {"output_type": "display_data", "data": bundle, "metadata": {}}
+    fields: dict[str, Any] = {"id": cell_id, "outputs": [output], "execution_count": execution_count}
+    if source is not None:
+        fields.update(source=source, create=True)
     bridge = NotebookBridge(kernel)  # its own comm: the one the tools hold may be the old page's
     for attempt in range(attempts):
         try:
-            await bridge.request("set_outputs", id=cell_id, outputs=[output], execution_count=execution_count)
+            await bridge.request("set_outputs", **fields)
         except BridgeRefused as exc:  # the reloaded document has no such cell
             log.debug("pi_notebook: the reloaded page cannot take the run's output: %s", exc)
             return False

@@ -13,14 +13,10 @@ A ``--plan`` cell is two runs of its conversation: one that plans with read-only
 after Run plan on the plan card (or at once with ``--plan-run``), one that carries the plan
 out (``planning.py``).
 
-A page reloaded during the run gets the run back: in the run's own cell through the notebook
-bridge, else a page that shows the live widget from a notebook saved during the run sees it
-freeze (``reload.py``), and a ``%pi show`` run from a page without it gets the live view at
-once (``reattach.py``).
-
-The view hears every session event (it draws tokens, retries and compactions); the run's own
-bookkeeping hears only the few events it needs, so a streamed token visits the agent, the
-session and the view and nothing else.
+A page reloaded during the run gets the run back in its own cell through the notebook bridge
+(``reload.py``); a ``%pi show`` from a page without it gets the live view (``reattach.py``).
+The view hears every session event; the run's own bookkeeping only the few it needs, so a
+streamed token visits the agent, the session and the view and nothing else.
 
 Two entry points:
 
@@ -46,10 +42,10 @@ from typing import Any
 from IPython.core.error import UsageError
 from IPython.display import display as _untyped_display
 
-from ...agent.types import TurnContext
+from ...agent.types import AgentToolResult, ToolExecutionUpdateEvent, TurnContext
 from ...ai.abort import ABORT_MESSAGE, AbortSignal
 from ...ai.failures import RequestFailure, failure_of
-from ...ai.types import AssistantMessage
+from ...ai.types import AssistantMessage, TextContent
 from ...runtime import AgentSession
 from ..host.compat import cell_running, get_kernel, inactive_controls_reason, install_comm_ack
 from ..host.interrupts import MainThreadBridge, watch_sigint
@@ -63,7 +59,6 @@ from ..state import NotebookState, state_for
 from ..tools.changes import undo_lines
 from ..tools.declare import Dispatch, run_here
 from ..tools.notebook_tools import is_notebook_tool, select_mcp_tools
-from ..tools.previews import approval_labels
 from ..view.notices import rerun_turn
 from ..view.reduce import explain
 from ..view.render import render_text
@@ -79,20 +74,11 @@ from .reattach import attach, shows_run
 from .reload import PageWatch
 from .requests import probe_local_server, run_options
 from .trust import ask_trust
-from .unparsed import repaired, retry_in_place, unparsed_calls
+from .unparsed import offer_unparsed, repaired, retry_in_place, unparsed_calls
 
 __all__ = ["PiRun", "prepare_run", "run_pi", "run_pi_sync"]
 
 _display: Callable[..., Any] = _untyped_display
-
-
-def offer_unparsed(name: str) -> str:
-    """The card's line for a call the server could not finish parsing, in its buttons' words."""
-    yes, no = approval_labels(name)
-    return (
-        "not executed: the server could not parse the model's output after this call. "
-        f"{yes} runs it (the model then gets its result), {no} leaves it."
-    )
 
 
 RETRIED_IN_PLACE = "The failed attempt of this prompt was replaced by this run (the prompt is sent once)."
@@ -222,7 +208,8 @@ class PiRun:
         held = self.session.state
         tools.begin_run(
             dispatch, self._interrupt_from_tool, model=held.model, headless=headless,
-            comms=self._hears_comms(),
+            comms=self._hears_comms(), code_timeout=options.code_limit(headless),
+            on_progress=self._code_progress,
         )
         # planning (--plan): the read-only notebook tools only (prepare_run chose them); the
         # conversation's own tools and MCP tools may change state
@@ -327,6 +314,17 @@ class PiRun:
         card = self.view.state.tool_card(tool_call_id)
         if card is not None:  # cleared on Approve, before the tool runs and reports progress
             card.progress = reason
+
+    def _code_progress(self, tool_call_id: str, line: str) -> None:
+        """``run_code``'s "still running" line, from its clock's thread while the user code holds
+        the main thread (so the agent's loop, which would relay a tool update, cannot run): the
+        view reduces it as the tool's update and draws it (a widget's message is sent through
+        the kernel's IOPub thread)."""
+        card = self.view.state.tool_card(tool_call_id)
+        if card is None or card.status != "running" or self.finished:
+            return
+        partial = AgentToolResult(content=[TextContent(text=line)], details=None)
+        self.view.handle(ToolExecutionUpdateEvent(tool_call_id, card.name, card.args, partial))
 
     def _on_event(self, event: Any) -> None:
         kind = event.type
@@ -437,7 +435,9 @@ class PiRun:
         messages = self.agent.state.messages
         start = self.replayed_from
         if start is None:
-            start = next((i for i, m in enumerate(messages) if m is self.plan.message), None)
+            # from the end: the prompt is among the last messages, however long the conversation
+            prompt = self.plan.message
+            start = next((i for i in range(len(messages) - 1, -1, -1) if messages[i] is prompt), None)
         kept = self.run_messages if self.compacted or start is None else messages[start:]
         return run_result(
             list(kept),

@@ -22,9 +22,10 @@ from ...ai.types import AssistantMessage, ToolCall, Usage, UserMessage
 from ...runtime import AgentSession
 from ...session import SessionManager
 from ...session.entries import CustomEntry, MessageEntry
+from ..tools.previews import approval_labels
 from .errors import is_unparsed_tool_call
 
-__all__ = ["repaired", "retry_in_place", "unparsed_calls"]
+__all__ = ["offer_unparsed", "repaired", "retry_in_place", "unparsed_calls"]
 
 
 def unparsed_calls(message: Any) -> list[ToolCall]:
@@ -93,3 +94,12 @@ def _rewind(manager: SessionManager, prompt: Any, run_entry: str) -> None:
         manager.reset_leaf()
     else:
         manager.branch(parent)
+
+
+def offer_unparsed(name: str) -> str:
+    """The card's line for a call the server could not finish parsing, in its buttons' words."""
+    yes, no = approval_labels(name)
+    return (
+        "not executed: the server could not parse the model's output after this call. "
+        f"{yes} runs it (the model then gets its result), {no} leaves it."
+    )

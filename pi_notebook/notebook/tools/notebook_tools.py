@@ -40,6 +40,7 @@ from ...agent.types import AgentTool, AgentToolResult, ToolExecutionMode
 from ...ai.abort import AbortSignal
 from ...ai.types import TextContent
 from ..bridge import BridgeUnavailable, NotebookBridge
+from ..host.code_clock import CodeClock, timed_out
 from ..host.compat import get_kernel, running_cell_id
 from ..host.interrupts import interruptible, raise_if_interrupted
 from .cell_log import CellErrorLog
@@ -85,6 +86,10 @@ class NotebookTools(EditTools):
         self.errors = errors if errors is not None else CellErrorLog()
         self.dispatch: Dispatch = run_here
         self.on_interrupt: Callable[[], None] | None = None
+        self.on_progress: Callable[[str, str], None] | None = None
+        """``(tool_call_id, line)``: a running call's "still running" line, from another thread."""
+        self.code_timeout: float | None = None
+        """Seconds one ``run_code`` call may run before it is interrupted (None: no limit)."""
         self.inserted: list[str] = []
         self.sees_images = True
         self.headless = False
@@ -102,12 +107,16 @@ class NotebookTools(EditTools):
         model: Any = None,
         headless: bool = False,
         comms: bool = False,
+        code_timeout: float | None = None,
+        on_progress: Callable[[str, str], None] | None = None,
     ) -> None:
         """Per run: how to reach the main thread, what an interrupt does, the run's ``model``
         (images go to models with image input, others get a placeholder), whether nobody
         watches (``headless``: no frontend will insert a cell) and whether the kernel hears
-        comm messages while the cell runs (``comms``: the live notebook can be reached)."""
+        comm messages while the cell runs (``comms``: the live notebook can be reached), how
+        long ``run_code`` may run (``code_timeout``) and where its "still running" line goes."""
         self.dispatch, self.on_interrupt, self.inserted = dispatch, on_interrupt, []
+        self.code_timeout, self.on_progress = code_timeout or None, on_progress
         self.sees_images = model is None or "image" in getattr(model, "input", ("image",))
         self.headless = headless
         self.start_changes()
@@ -285,7 +294,7 @@ class NotebookTools(EditTools):
     # state-changing ---------------------------------------------------------------------------
 
     @notebook_tool(changes_state=True)
-    async def run_code(self, code: str) -> AgentToolResult:
+    async def run_code(self, code: str, tool_call_id: str = "") -> AgentToolResult:
         """Run Python code in the notebook's kernel namespace (like a cell, not added to history).
         Returns stdout, stderr, the last expression's value, images it displayed and matplotlib
         figures it left open (as the user would see them after a cell; they are then closed).
@@ -297,9 +306,9 @@ class NotebookTools(EditTools):
         if code.lstrip().startswith("%%pi"):
             raise ValueError("run_code cannot start another %%pi run")
         filename = f"<run_code-{next(self._runs)}>"
-        return await self.dispatch(lambda: self._run_code_now(code, filename))  # type: ignore[no-any-return]
+        return await self.dispatch(lambda: self._run_code_now(code, filename, tool_call_id))  # type: ignore[no-any-return]
 
-    def _run_code_now(self, code: str, filename: str) -> AgentToolResult:
+    def _run_code_now(self, code: str, filename: str, tool_call_id: str = "") -> AgentToolResult:
         from IPython.utils.capture import capture_output
 
         source = self.shell.transform_cell(code)
@@ -313,22 +322,37 @@ class NotebookTools(EditTools):
         ns, global_ns = self.shell.user_ns, self.shell.user_global_ns
         value, error = None, None
         figures_before = open_figures()
+        report = self._progress_of(tool_call_id)
         with capture_output() as captured, interruptible():
-            try:
-                raise_if_interrupted()  # an interrupt that came just before this handler swap
-                if body.body:
-                    exec(compile(body, filename, "exec"), global_ns, ns)
-                if last is not None:
-                    value = eval(compile(last, filename, "eval"), global_ns, ns)
-            except KeyboardInterrupt:
-                if self.on_interrupt is not None:
-                    self.on_interrupt()
-                error = "KeyboardInterrupt: the kernel was interrupted while run_code was running"
-            except Exception as exc:
-                error = _format_user_error(exc)
+            clock = CodeClock(self.code_timeout, lambda: captured.stdout, report)
+            with clock:
+                try:
+                    try:
+                        raise_if_interrupted()  # an interrupt that came just before this handler swap
+                        if body.body:
+                            exec(compile(body, filename, "exec"), global_ns, ns)
+                        if last is not None:
+                            value = eval(compile(last, filename, "eval"), global_ns, ns)
+                    except Exception as exc:
+                        error = _format_user_error(exc)
+                    clock.finish()  # the clock's interrupt, if it fired just now, lands here
+                except KeyboardInterrupt:
+                    clock.stop()
+                    if not clock.timed_out and self.on_interrupt is not None:
+                        self.on_interrupt()
+                    error = "KeyboardInterrupt: the kernel was interrupted while run_code was running"
+                if clock.timed_out:
+                    error = timed_out(clock.limit)
         # Figures left open would otherwise be drawn by the inline backend after the %%pi cell.
         figures = take_figures(figures_before)
         return self._code_result(captured, value, last is not None, error, figures)
+
+    def _progress_of(self, tool_call_id: str) -> Callable[[str], None] | None:
+        """The card's "still running" line for this call, when the run draws progress."""
+        progress = self.on_progress
+        if progress is None or not tool_call_id:
+            return None
+        return lambda text: progress(tool_call_id, text)
 
     def _code_result(
         self, captured: Any, value: Any, has_value: bool, error: str | None, figures: list[bytes]

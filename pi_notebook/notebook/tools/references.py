@@ -15,8 +15,8 @@ the value of a secret-named environment or notebook variable (``secret_values``:
 notebook tools and `` $`expr` `` references return and in the session files.
 
 `` $`expr` `` in a prompt: the expression is evaluated in the user namespace and its summary
-is attached to the user message. Braces are never interpolated, so code in a prompt passes
-through untouched.
+is attached to the user message (and its picture, for a value that has one: ``pictures.py``).
+Braces are never interpolated, so code in a prompt passes through untouched.
 """
 
 from __future__ import annotations
@@ -26,10 +26,11 @@ import os
 import re
 import reprlib
 import types
-from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Any
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, cast
 
+from .bounded import SummaryStillRunning, SummaryTimedOut, summarising, wait_bounded
 from .summaries import recognise
 
 MAX_SUMMARY_CHARS = 2_000
@@ -58,10 +59,26 @@ def redact_text(text: str) -> str:
 _MIN_SECRET_CHARS = 6  # shorter values would redact ordinary words
 
 
+_environ_seen: list[Any] = [None, ()]  # the environment last scanned, its secret values
+
+
+def _environ_secrets() -> tuple[str, ...]:
+    """The secret-named environment variables' values, scanned again only when the environment
+    changed (``os.environ`` decodes every name and value it yields: tens of microseconds per
+    tool result otherwise). The raw mapping under ``os.environ`` is compared as a snapshot."""
+    raw = getattr(os.environ, "_data", None)
+    snapshot = tuple(raw.items()) if isinstance(raw, dict) else None
+    if snapshot is not None and snapshot == _environ_seen[0]:
+        return cast(tuple[str, ...], _environ_seen[1])
+    found = tuple(v for k, v in os.environ.items() if looks_secret(k) and len(v) >= _MIN_SECRET_CHARS)
+    _environ_seen[:] = [snapshot, found]
+    return found
+
+
 def secret_values(namespace: Mapping[str, Any] | None) -> list[str]:
     """Values that must never be shown or written: secret-named environment variables and
     variables of ``namespace`` (``OPENAI_API_KEY``, ``db_password``, ...), longest first."""
-    found = {v for k, v in os.environ.items() if looks_secret(k) and len(v) >= _MIN_SECRET_CHARS}
+    found = set(_environ_secrets())
     for name, value in list((namespace or {}).items()):
         secret = isinstance(value, str) and not name.startswith("_") and looks_secret(name)
         if secret and len(value) >= _MIN_SECRET_CHARS:
@@ -221,6 +238,13 @@ class Reference:
     expr: str
     summary: str
     error: bool = False
+    pictures: tuple[dict[str, Any], ...] = field(default=(), repr=False)
+    """Display bundles with the value's picture (``pictures.py``): sent as images to a model
+    with image input, as a labelled placeholder to others."""
+
+
+Pictures = Callable[[str, Any], list[dict[str, Any]]]
+"""``(expr, value) -> bundles``: the PNG/JPEG pictures of a referenced value."""
 
 
 def find_references(text: str) -> list[str]:
@@ -231,7 +255,18 @@ def find_references(text: str) -> list[str]:
     return [expr for expr in seen if expr]
 
 
-def evaluate_reference(expr: str, namespace: dict[str, Any], limit: int = MAX_SUMMARY_CHARS) -> Reference:
+def evaluate_reference(
+    expr: str,
+    namespace: dict[str, Any],
+    limit: int = MAX_SUMMARY_CHARS,
+    pictures: Pictures | None = None,
+    *,
+    bounded: bool = False,
+) -> Reference:
+    """``expr`` evaluated and summarised; with ``pictures``, its PNG/JPEG pictures too (a value
+    whose name looks like a secret gets neither). ``bounded``: the summary and the pictures (the
+    value's own code: ``__repr__``, ``savefig``) run on a thread of their own, waited for at
+    most ``SUMMARY_SECONDS`` (``bounded.py``); the expression itself runs here, as a cell would."""
     try:
         value = eval(expr, namespace)  # the user's own prompt: same trust as a cell
     except Exception as exc:
@@ -239,19 +274,35 @@ def evaluate_reference(expr: str, namespace: dict[str, Any], limit: int = MAX_SU
     last_name = re.split(r"[^A-Za-z0-9_]+", expr.strip())[-1] or expr
     if looks_secret(last_name) or looks_secret(expr):
         return Reference(expr, secret_placeholder(expr, value))
-    return Reference(expr, summarize(value, limit))
+
+
+    def describe() -> Reference:
+        with summarising(value, f"`{expr}`"):
+            found = tuple(pictures(expr, value)) if pictures is not None else ()
+            return Reference(expr, summarize(value, limit), pictures=found)
+
+    try:
+        return wait_bounded(describe, what=f"`{expr}`") if bounded else describe()
+    except (SummaryTimedOut, SummaryStillRunning) as exc:
+        return Reference(expr, f"{type_name(value)} (not summarised: {exc})", error=True)
 
 
 def expand_references(
-    text: str, namespace: dict[str, Any], limit: int = MAX_SUMMARY_CHARS
+    text: str,
+    namespace: dict[str, Any],
+    limit: int = MAX_SUMMARY_CHARS,
+    pictures: Pictures | None = None,
+    *,
+    bounded: bool = False,
 ) -> tuple[str, list[Reference]]:
-    """The prompt with `` $`expr` `` turned into `` `expr` ``, and the evaluated references."""
+    """The prompt with `` $`expr` `` turned into `` `expr` ``, and the evaluated references
+    (``bounded``: see ``evaluate_reference``)."""
     exprs = find_references(text)
     if not exprs:
         return text, []
     secrets = secret_values(namespace)
-    refs = [evaluate_reference(expr, namespace, limit) for expr in exprs]
-    refs = [Reference(r.expr, redact_known(r.summary, secrets), r.error) for r in refs]
+    refs = [evaluate_reference(expr, namespace, limit, pictures, bounded=bounded) for expr in exprs]
+    refs = [Reference(r.expr, redact_known(r.summary, secrets), r.error, r.pictures) for r in refs]
     return REFERENCE.sub(lambda m: f"`{m.group(1)}`", text), refs
 
 

@@ -13,7 +13,8 @@ Where (first found wins a name):
 
 ``current()`` re-reads only when something changed: every folder and file a load looked at is
 remembered with its ``stat`` (a new file changes its folder's), so a notebook can ask before
-every cell for the price of a few dozen ``stat`` calls. ``Resources.system_prompt(base)`` and
+every cell for the price of a few ``stat`` calls (a missing path under an unchanged folder is
+not looked at again). ``Resources.system_prompt(base)`` and
 ``Resources.expand(text)`` are what an ``AgentSession`` needs.
 
 Pi's ``skills`` / ``prompts`` entries and packages in ``settings.json``, themes, extensions
@@ -86,8 +87,20 @@ class Resources:
         return expand_prompt_template(expanded, self.templates)
 
     def changed(self) -> bool:
-        """Whether a folder or file this load looked at has changed since."""
-        return any(_stamp(path) != stamp for path, stamp in self.watched.items())
+        """Whether a folder or file this load looked at has changed since. A path that was
+        missing is not looked at again when its folder was stamped before it and is unchanged:
+        creating it would have changed the folder (a missing ``.pi/skills`` under an unchanged
+        ``.pi``, a missing ``trust.json`` in an unchanged agent dir), so a warm check costs about
+        half the ``stat`` calls."""
+        same: set[str] = set()
+        for path, stamp in self.watched.items():  # in the order they were stamped
+            if stamp is None and os.path.dirname(path) in same:
+                same.add(path)
+                continue
+            if _stamp(path) != stamp:
+                return True
+            same.add(path)
+        return False
 
 
 def _stamp(path: str) -> Stamp:
@@ -173,6 +186,8 @@ class ResourceLoader:
                 watched[path] = _stamp(path)
 
         trust = project_trust(self.cwd, self.agent_dir, self._home)
+        touched(self.agent_dir)  # folders before what may be missing in them (see ``changed``)
+        touched(os.path.join(self.cwd, CONFIG_DIR))
         for path in (os.path.join(self.agent_dir, TRUST_FILE), os.path.join(self.agent_dir, "settings.json")):
             touched(path)
         trusted = self._decide(trust)
@@ -186,7 +201,6 @@ class ResourceLoader:
         )
         skills, skill_problems = load_skills(self._skill_files(trusted, problems, touched))
         templates, template_problems = load_templates(self._template_files(trusted, problems, touched))
-        touched(os.path.join(self.cwd, CONFIG_DIR))
         self._last = Resources(
             cwd=self.cwd,
             agent_dir=self.agent_dir,
