@@ -193,8 +193,8 @@ class PiConfig(Configurable):
     max_turns = Int(0, help=option_help("--max-turns")).tag(config=True)
     loop_guard = Int(
         3,
-        help="Stop a run when the model makes this many identical tool calls in a row (same tool, "
-        "same arguments); 0: off.",
+        help="Ask before the model's Nth identical tool call in a row runs (same tool, same "
+        "arguments); denied, or with nobody to ask, it does not run and the run stops; 0: off.",
     ).tag(config=True)
     code_timeout = Float(
         0.0,

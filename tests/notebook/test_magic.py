@@ -387,8 +387,8 @@ def inspect(name: str, call_id: str) -> Any:
 
 
 LOOP_NOTICE = (
-    "Stopped: the model called inspect_variable 3 times in a row with the same arguments. "
-    "%config PiMagics.loop_guard = 0 turns this check off."
+    "Stopped: the model called inspect_variable 3 times in a row with the same arguments; the 3rd "
+    "did not run (not approved). %config PiMagics.loop_guard = 0 turns this check off."
 )
 
 
@@ -401,9 +401,13 @@ def test_the_loop_guard_stops_identical_tool_calls(ip: Any, faux: FauxRegistrati
     done = ip.user_ns["_pi"]
     assert done.stop_reason == "toolUse"  # as a run --max-turns stopped
     assert [m.role for m in done.messages] == ["user"] + ["assistant", "toolResult"] * 3
-    assert all("41" in m.content[0].text for m in done.messages if m.role == "toolResult")
+    results = [m for m in done.messages if m.role == "toolResult"]
+    assert all("41" in m.content[0].text for m in results[:2])
+    # nobody can click here, so the guard's question before the third is a no: it does not run
+    assert results[2].is_error
+    assert "3rd identical call of inspect_variable" in results[2].content[0].text
     assert LOOP_NOTICE in plain(captured)
-    assert "loop guard: a run stops after 3 identical tool calls in a row" in line(ip, "status")
+    assert "loop guard: asks before identical tool call 3 in a row runs" in line(ip, "status")
     faux.set_responses(["x is 41."])  # the transcript is valid: the conversation goes on
     pi(ip, "", "so?")
     assert ip.user_ns["_pi"].text == "x is 41."

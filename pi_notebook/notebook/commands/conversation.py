@@ -31,6 +31,7 @@ from ..state import NotebookState
 from ..tools.notebook_tools import is_notebook_tool, mcp_tool_patterns, parse_tools_spec
 from ..tools.references import single_line
 from ..view.reduce import content_to_text
+from .approvals import approvals_command, grants_status
 from .mcp import mcp_command
 from .resources import HELP as RESOURCES_HELP
 from .resources import RESOURCE_SUBCOMMANDS
@@ -63,6 +64,7 @@ HELP = f"""\
   extension load MODULE_OR_PATH   load a Pi extension (def setup(pi)); list: what is loaded
   NAME [ARGS]             a command an extension registered (pi.register_command)
   undo                    take back what the last run changed in the notebook (alone in a cell)
+  approvals [clear]       the conversation's "Allow for this conversation" grants; clear: forget them
   help                    this text
 """
 HELP += f"\n%pi [--name NAME] SUBCOMMAND, for recorded conversations (Pi session files)\n{SESSIONS_HELP}"
@@ -170,6 +172,7 @@ def _status_cmd(state: NotebookState, name: str | None, rest: str) -> None:
         f"loop guard: {loop_guard_line(state.config.loop_guard)}",
         f"approve: {state.explain_approval(mode)}",
         *_approvals_lines(state),
+        *grants_status(state, name),
         f"controls: {controls_line(mode)}",
         f"headless: {'yes' if headless.headless else 'no'} ({headless.reason})",
         f"session: {session_line(state.sessions, session)}",
@@ -202,7 +205,10 @@ def loop_guard_line(limit: int) -> str:
     """What ``c.PiMagics.loop_guard`` does to a ``%%pi`` run now."""
     if limit <= 0:
         return "off (c.PiMagics.loop_guard = 0)"
-    return f"a run stops after {limit} identical tool calls in a row (c.PiMagics.loop_guard; 0: off)"
+    return (
+        f"asks before identical tool call {limit} in a row runs; denied, the run stops "
+        "(c.PiMagics.loop_guard; 0: off)"
+    )
 
 
 def timeout_line(config: PiConfig, chosen: Effective) -> str:
@@ -347,6 +353,7 @@ SUBCOMMANDS = {
     "help": _help_cmd,
     "show": show_cmd,
     "undo": undo_command,
+    "approvals": approvals_command,
     **SESSION_SUBCOMMANDS,
     **RESOURCE_SUBCOMMANDS,
 }

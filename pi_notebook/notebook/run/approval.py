@@ -18,6 +18,12 @@ first match wins:
 ``ask`` where nobody can click (headless, inactive controls) becomes ``deny``, and the tool
 result says why.
 
+Where a card asks, it also offers "Allow for this conversation" (not for ``delete_cells``
+nor an always-ask call): the conversation's grant (``sessions/grants.py``, by tool name or MCP
+server, never by call id) then stands in for the click on later ``ask`` calls of that tool.
+A run nobody can click gets no grants at all. Before any call, the run's loop guard
+(``loop_guard.py``) may ask about a repeated call; denied, it is blocked.
+
 Headless detection (a run with nobody to click must never wait for a human):
 
 1. ``PI_NOTEBOOK_HEADLESS=1`` / ``0`` (also ``true``/``false``, ``yes``/``no``) forces it.
@@ -41,15 +47,17 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from contextvars import ContextVar, Token
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
-from typing import Any, Literal, TypeAlias
+from typing import Any, Literal, Protocol, TypeAlias, runtime_checkable
 
 from ...agent.types import AgentTool, BeforeToolCallContext, BeforeToolCallResult
 from ...ai.abort import AbortSignal
 from ...ai.types import ToolCall
 from ..config import POLICIES, Policy
 from ..host.compat import execute_request_content, get_kernel, inactive_controls_reason, widgets_available
+from ..sessions.grants import GRANTED, Grants, offer_label
 from ..tools.edits import PreviewRefused
 from ..tools.notebook_tools import STATE_CHANGING_TOOLS
+from .loop_guard import LoopGuard
 
 HEADLESS_ENV = "PI_NOTEBOOK_HEADLESS"
 _TRUE = frozenset({"1", "true", "yes", "on"})
@@ -189,6 +197,17 @@ NoteApproval: TypeAlias = Callable[[str, str], None]
 """Show why a call waits for approval (the reason a hook gave) on its tool card."""
 
 
+@runtime_checkable
+class GrantUI(Protocol):
+    """The live view's side of "Allow for this conversation" (``LiveView``)."""
+
+    def offer_grant(self, tool_call_id: str, label: str) -> None: ...
+
+    def took_grant(self, tool_call_id: str) -> bool: ...
+
+    def show_granted(self, tool_call_id: str, text: str) -> None: ...
+
+
 @dataclass(frozen=True, slots=True)
 class ToolPolicy:
     """The policy of one tool and where it came from (for the reason of a denial)."""
@@ -279,6 +298,8 @@ class ApprovalGate:
     Nothing is remembered by tool-call id: a click answers the one call it was asked for, and
     an approval given before the gate decides (``ask_approval``, ``approve``) is bound to the
     exact call (id, tool, arguments) and counts once; ``delete_cells`` asks every time.
+    ``grants`` (the conversation's, ``None`` where nobody can click) and ``grant_ui`` (the live
+    view) offer and apply "Allow for this conversation"; ``guard`` asks before a repeated call.
     """
 
     def __init__(
@@ -293,6 +314,9 @@ class ApprovalGate:
         signal: Callable[[], AbortSignal | None] | None = None,
         announce: Callable[[], None] | None = None,
         preview: Preview | None = None,
+        grants: Grants | None = None,
+        grant_ui: GrantUI | None = None,
+        guard: LoopGuard | None = None,
     ) -> None:
         if policy == "ask" and request is None:
             raise ValueError("policy 'ask' needs a way to ask")
@@ -302,6 +326,10 @@ class ApprovalGate:
         self._signal = signal
         self._announce = announce
         self._preview = preview
+        self.grants = grants
+        """The conversation's grants (``None``: none offered nor applied, as in a headless run)."""
+        self.grant_ui = grant_ui
+        self.guard = guard
         self.denied: list[str] = []
         self._asked: list[CallKey | str] = []
         """Approvals given through ``ask_approval`` since the gate's last decision: the exact
@@ -321,10 +349,14 @@ class ApprovalGate:
         self, ctx: BeforeToolCallContext, signal: AbortSignal | None = None
     ) -> BeforeToolCallResult | None:
         call = ctx.tool_call
-        decision = self.decision(call.name, find_tool(ctx.context.tools, call.name))
+        tool = find_tool(ctx.context.tools, call.name)
+        decision = self.decision(call.name, tool)
         if decision is not None and decision.source == "run" and self._announce is not None:
             announce, self._announce = self._announce, None
             announce()
+        looping = await self._guard_loop(call, signal)
+        if looping is not None:
+            return looping
         approved = self._take_approval(call)
         if decision is None or decision.policy == "auto":
             return None
@@ -335,6 +367,8 @@ class ApprovalGate:
             self.denied.append(call.id)
             reason = denied_reason(call.name, decision, headless=self.headless)
             return BeforeToolCallResult(block=True, reason=reason)
+        if self._granted(call, tool, decision):
+            return None
         shown: str | None = None
         if self._preview is not None:
             try:
@@ -343,9 +377,47 @@ class ApprovalGate:
                 self._mark(call.id, False)
                 self.denied.append(call.id)
                 return BeforeToolCallResult(block=True, reason=str(exc))
+        self._offer(call, tool, decision)
         if await self._ask(call.id, shown, signal=signal):
+            if self.grant_ui is not None and self.grants is not None and self.grant_ui.took_grant(call.id):
+                self.grants.allow(call.name, tool)
+                self.grant_ui.show_granted(call.id, GRANTED)
             return None
         return BeforeToolCallResult(block=True, reason=USER_DENIED if shown is None else USER_REJECTED)
+
+    def _grantable(self, name: str, decision: ToolPolicy) -> bool:
+        """A grant may stand for a click on this call: an ``ask`` that is not always-ask, in a
+        run that offers grants (someone can click)."""
+        offered = self.grants is not None and self.grant_ui is not None and self.request is not None
+        return offered and decision.source != "always" and name not in ALWAYS_ASK
+
+    def _granted(self, call: ToolCall, tool: AgentTool | None, decision: ToolPolicy) -> bool:
+        """The conversation's grant lets this call through: the card says so."""
+        if not self._grantable(call.name, decision) or self.grants is None:
+            return False
+        if not self.grants.covers(call.name, tool):
+            return False
+        if self.grant_ui is not None:
+            self.grant_ui.show_granted(call.id, GRANTED)
+        return True
+
+    def _offer(self, call: ToolCall, tool: AgentTool | None, decision: ToolPolicy) -> None:
+        if self._grantable(call.name, decision) and self.grant_ui is not None:
+            self.grant_ui.offer_grant(call.id, offer_label(call.name, tool))
+
+    async def _guard_loop(self, call: ToolCall, signal: AbortSignal | None) -> BeforeToolCallResult | None:
+        """The loop guard asks before a call that would make ``limit`` identical calls in a
+        row; denied (or nobody to ask), the call does not run and the run stops after the turn."""
+        guard = self.guard
+        if guard is None:
+            return None
+        question = guard.before_call(call.name, call.arguments)
+        if question is None:
+            return None
+        if await self._ask(call.id, question, signal, remember=call_key(call)):
+            return None
+        guard.trip(call.name)
+        return BeforeToolCallResult(block=True, reason=guard.blocked_reason())
 
     def approve(self, calls: Iterable[ToolCall]) -> None:
         """Count a click already given on these exact calls' cards as their approval (once each)."""

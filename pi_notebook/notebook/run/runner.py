@@ -63,7 +63,7 @@ from ..view.notices import rerun_turn
 from ..view.reduce import explain
 from ..view.render import render_text
 from ..view.run_view import RunView, StaticView
-from .approval import FALLBACK_REASON, ApprovalGate, activate, deactivate
+from .approval import FALLBACK_REASON, ApprovalGate, GrantUI, activate, deactivate
 from .context import CellContext, cell_context
 from .errors import RunFailed, RunInterrupted, explain_error
 from .extension_ui import CellUI
@@ -105,18 +105,16 @@ class PiRun:
         self.failure: RequestFailure | None = None
         self.turns = 0
         self.interrupted = False
-        self.stopped_by_user = False
-        self.stopped_at_max_turns = False
-        self.budget_reason: str | None = None
-        """The one line of a budget that stopped the run."""
+        self.stopped_by_user = self.stopped_at_max_turns = False
+        self.budget_reason: str | None = None  # the one line of a budget that stopped the run
         self.loop_guard = LoopGuard(plan.options.loop_guard)
+        self.grants = conversation.grants  # "Allow for this conversation" (sessions/grants.py)
         self.retry_cancelled = False
         self.compacted = False
         """A compaction replaced the transcript: ``_pi`` takes the run's messages as they ended."""
         self.finished = False
         self.run_messages: list[Any] = []
-        self.replayed_from: int | None = None
-        """Where a replayed run's messages begin in the transcript."""
+        self.replayed_from: int | None = None  # where a replayed run's messages begin
         self._cell_done: Callable[[], None] = lambda: None
         self.pages = PageWatch(plan.name)
         """What pages that connect during the run or after it get (``reload.py``)."""
@@ -291,6 +289,9 @@ class PiRun:
             signal=lambda: self.agent.signal,
             announce=self._announce_policy,
             preview=self.state.tools.preview,
+            grants=self.grants if mode.can_ask else None,  # headless: no grant offered nor applied
+            grant_ui=self.view if isinstance(self.view, GrantUI) else None,
+            guard=self.loop_guard,
         )
 
     def _extension_ui(self) -> CellUI:
@@ -342,8 +343,7 @@ class PiRun:
 
     def _after_turn(self, ctx: TurnContext) -> bool:
         """The run's limits, each told of every turn: the loop guard and ``--max-turns``."""
-        looping = self.loop_guard.after_turn(ctx)
-        return self._count_turn(ctx) or looping
+        return self.loop_guard.after_turn(ctx) | self._count_turn(ctx)  # both counted
 
     def _count_turn(self, ctx: TurnContext) -> bool:
         """``--max-turns``: stop after that many turns (the agent's own hook is asked after)."""

@@ -17,10 +17,11 @@ stay for its later cells. Where its file goes and how the notebook finds its rec
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ..config import DEFAULT_NAME
+from .grants import Grants
 
 if TYPE_CHECKING:
     from ...agent import Agent
@@ -74,6 +75,8 @@ class Conversation:
     """Its messages come from another kernel: the model is told before the next prompt."""
     recorded: tuple[str, str] | None = None
     """The model and thinking level the file was last checked for (``begin``)."""
+    grants: Grants = field(default_factory=Grants)
+    """"Allow for this conversation" given on its tool cards (``sessions/grants.py``; not in the file)."""
 
     @property
     def agent(self) -> Agent:
@@ -137,6 +140,7 @@ class Conversations:
         found.session.new_session(self._state.sessions.new_manager())
         found.tagged = found.restart_note = False
         found.recorded = None
+        found.grants.clear()  # a new conversation asks again
         for observer in self._state.observers:
             observer.conversation_reset(found.name, found.session)
         return found

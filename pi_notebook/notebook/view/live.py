@@ -42,7 +42,9 @@ from .reduce import (
     ViewState,
     add_notice,
     mark_approval,
+    mark_granted,
     mark_queued,
+    offer_grant,
     reduce,
     set_elapsed,
 )
@@ -150,6 +152,7 @@ class LiveView:
         self._tick_s = tick_s
         self._ticker: asyncio.TimerHandle | None = None
         self._approvals: dict[str, asyncio.Future[bool]] = {}
+        self._granted: set[str] = set()
         self._parts: list[Part] = []
         self._drawn: list[int] = []
         if notices is None and not interactive:
@@ -212,7 +215,7 @@ class LiveView:
         if isinstance(item, ThinkingBlock):
             return ThinkingPart(models)
         if isinstance(item, ToolCard):
-            return ToolCardPart(self.resolve_approval, models)
+            return ToolCardPart(self.resolve_approval, models, on_grant=self.grant_approval)
         return UserPart(models)
 
     # --- events and drawing ------------------------------------------------------------------
@@ -389,6 +392,26 @@ class LiveView:
         card = self.state.tool_card(tool_call_id)
         if card is None or card.status not in FINAL_STATUSES:
             mark_approval(self.state, tool_call_id, "running" if approved else "denied")
+        if not self.closed:
+            self.flush()
+
+    def grant_approval(self, tool_call_id: str) -> None:
+        """"Allow for this conversation": approve the call; the gate then keeps the grant."""
+        self._granted.add(tool_call_id)
+        self.resolve_approval(tool_call_id, True)
+
+    def took_grant(self, tool_call_id: str) -> bool:
+        """Whether the click that approved this call was "Allow for this conversation"."""
+        if tool_call_id in self._granted:
+            self._granted.discard(tool_call_id)
+            return True
+        return False
+
+    def offer_grant(self, tool_call_id: str, label: str) -> None:
+        offer_grant(self.state, tool_call_id, label)
+
+    def show_granted(self, tool_call_id: str, text: str) -> None:
+        mark_granted(self.state, tool_call_id, text)
         if not self.closed:
             self.flush()
 

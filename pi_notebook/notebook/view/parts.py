@@ -310,7 +310,12 @@ class ToolCardPart:
     code), progress then the result content, the images and tables the tool returned for the
     user (``display``), and the details in a collapsed section; Approve / Deny while it waits."""
 
-    def __init__(self, on_answer: Callable[[str, bool], None], models: SharedModels | None = None) -> None:
+    def __init__(
+        self,
+        on_answer: Callable[[str, bool], None],
+        models: SharedModels | None = None,
+        on_grant: Callable[[str], None] | None = None,
+    ) -> None:
         self._models = models = models or SharedModels()
         self.head = models.html()
         self.args = models.html()
@@ -322,8 +327,11 @@ class ToolCardPart:
         self._details_html: W.HTML | None = None
         self.approve: W.Button | None = None
         self.deny: W.Button | None = None
+        self.grant: W.Button | None = None
+        """"Allow for this conversation", where the run offers a grant (``sessions/grants.py``)."""
         self._approval_row: W.HBox | None = None
         self._on_answer = on_answer
+        self._on_grant = on_grant
         self._status = ""
         self._call_id = ""
         self._name = ""
@@ -345,7 +353,7 @@ class ToolCardPart:
         details = format_details(card.details) if card.details is not None else ""
         if details or self.details is not None:
             self._draw_details(details)
-        self._draw_approval(card.status == "pending_approval")
+        self._draw_approval(card.status == "pending_approval", card.grant_offer)
 
     def _draw_args(self, card: ToolCard) -> None:
         """Streaming arguments (a long ``run_code`` source, say) are re-sent whole by every
@@ -394,14 +402,20 @@ class ToolCardPart:
             self.widget.children = (*self.widget.children, self.details)
         set_value(self._details_html, pre_html(body, "pi-details-body") if body else "")
 
-    def _draw_approval(self, waiting: bool) -> None:
+    def _draw_approval(self, waiting: bool, offer: str = "") -> None:
         if waiting and self._approval_row is None:
             yes, no = approval_labels(self._name)  # Apply / Reject where the card shows the change
             self.approve = self._models.button(description=yes, button_style="success", icon="check")
             self.deny = self._models.button(description=no, button_style="danger", icon="times")
             self.approve.on_click(lambda _button: self._on_answer(self._call_id, True))
             self.deny.on_click(lambda _button: self._on_answer(self._call_id, False))
-            self._approval_row = self._models.hbox([self.approve, self.deny], "pi-approval")
+            row: list[W.Widget] = [self.approve, self.deny]
+            if offer and self._on_grant is not None:
+                on_grant = self._on_grant
+                self.grant = self._models.button(description=offer, icon="check-double")
+                self.grant.on_click(lambda _button: on_grant(self._call_id))
+                row.append(self.grant)
+            self._approval_row = self._models.hbox(row, "pi-approval")
             self.widget.children = (*self.widget.children, self._approval_row)
         elif not waiting and self._approval_row is not None:
             self.widget.children = tuple(c for c in self.widget.children if c is not self._approval_row)
@@ -417,7 +431,7 @@ class ToolCardPart:
             self._send_args(value, cost)
 
     def disable(self) -> None:
-        for button in (self.approve, self.deny):
+        for button in (self.approve, self.deny, self.grant):
             if button is not None:
                 set_value(button, True, "disabled")
 

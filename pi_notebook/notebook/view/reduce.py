@@ -16,6 +16,7 @@ the live adapter redraw only what changed.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -51,7 +52,9 @@ __all__ = [
     "drop_notice",
     "explain",
     "mark_approval",
+    "mark_granted",
     "mark_queued",
+    "offer_grant",
     "reduce",
     "set_elapsed",
     "show_plan",
@@ -229,7 +232,34 @@ def _on_toolcall_end(state: ViewState, event: Any) -> None:
     call = event.tool_call
     _adopt_identity(state, card, call.id, call.name)
     card.args = call.arguments
+    _note_repeat(state, card)
     _touch(state, card)
+
+
+_ENDED = {"done": "which succeeded", "error": "which failed", "denied": "which was denied"}
+
+
+def _note_repeat(state: ViewState, card: ToolCard) -> None:
+    """Say on ``card`` when an earlier call of the run was identical (same tool, same
+    arguments), which one (counting the run's tool calls from 1) and how it ended."""
+    if card.args is None:
+        return
+    key = _same_key(card.name, card.args)
+    calls = [item for item in state.items if isinstance(item, ToolCard)]
+    before = calls[: calls.index(card)] if card in calls else []
+    earlier = [
+        (n, other) for n, other in enumerate(before, 1)
+        if other.args is not None and _same_key(other.name, other.args) == key
+    ]
+    if not earlier:
+        return
+    n, other = earlier[-1]
+    how = "which failed" if other.is_error else _ENDED.get(other.status, "which has not finished")
+    card.same_as = f"same as call {n}, {how}"
+
+
+def _same_key(name: str, arguments: Any) -> tuple[str, str]:
+    return name, json.dumps(arguments, sort_keys=True, ensure_ascii=False, default=repr)
 
 
 _BLOCK_HANDLERS: dict[str, Callable[[ViewState, Any], None]] = {
@@ -399,6 +429,7 @@ def _on_tool_start(state: ViewState, event: ToolExecutionStartEvent) -> None:
         card.args = event.args
     if card.status == "streaming":
         card.status = "running"
+    _note_repeat(state, card)  # the earlier call may have ended since the arguments came
     _touch(state, card)
 
 
@@ -502,6 +533,22 @@ def mark_approval(state: ViewState, tool_call_id: str, status: ToolStatus) -> Vi
     ``denied``). A card that does not exist yet is created, so a prompt is never lost."""
     card = _card(state, tool_call_id, "")
     card.status = status
+    _touch(state, card)
+    return state
+
+
+def offer_grant(state: ViewState, tool_call_id: str, label: str) -> ViewState:
+    """Offer "Allow for this conversation" (``label``) beside Approve / Deny ("": none)."""
+    card = _card(state, tool_call_id, "")
+    card.grant_offer = label
+    _touch(state, card)
+    return state
+
+
+def mark_granted(state: ViewState, tool_call_id: str, text: str) -> ViewState:
+    """Say on the card that a grant let the call through without asking."""
+    card = _card(state, tool_call_id, "")
+    card.granted = text
     _touch(state, card)
     return state
 

@@ -107,6 +107,12 @@ class ToolCard:
     content: str = ""
     details: Any = None
     is_error: bool = False
+    same_as: str = ""
+    """An identical earlier call of the run and how it ended: "same as call 2, which failed"."""
+    granted: str = ""
+    """Why it ran without asking: "allowed for this conversation" (a grant)."""
+    grant_offer: str = ""
+    """The "Allow for this conversation" button's label while it waits ("": not offered)."""
     rev: int = 0
     kind: Literal["tool"] = field(default="tool", init=False)
     _args_parts: list[str] = field(default_factory=list, repr=False)

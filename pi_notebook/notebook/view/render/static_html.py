@@ -42,6 +42,7 @@ from .text import (
     plan_title,
     queued_text,
     status_label,
+    tool_notes,
     user_label,
 )
 
@@ -331,9 +332,13 @@ def tool_head_html(card: ToolCard) -> str:
     color = STATUS_COLOR.get(card.status, "#757575")
     name = breakable(card.name or "tool")
     status = html.escape(status_label(card))
+    notes = "".join(
+        f' <span class="pi-tool-note" style="color:#757575;">· {html.escape(note)}</span>'
+        for note in tool_notes(card)
+    )
     return _div(
         "pi-tool-head",
-        f'<b>{name}</b> <span class="pi-status" style="color:{color};">{status}</span>',
+        f'<b>{name}</b> <span class="pi-status" style="color:{color};">{status}</span>{notes}',
     )
 
 

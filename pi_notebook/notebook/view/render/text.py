@@ -275,8 +275,14 @@ def _indent(text: str, prefix: str = "    ") -> str:
     return "\n".join(prefix + line if line else line for line in text.split("\n"))
 
 
+def tool_notes(card: ToolCard) -> list[str]:
+    """What the card's head says beside its status: a repeat of an earlier call, a grant."""
+    return [note for note in (card.same_as, card.granted) if note]
+
+
 def _tool_text(card: ToolCard) -> str:
-    lines = [f"[tool] {card.name or '?'} ({status_label(card)})"]
+    notes = "".join(f" · {note}" for note in tool_notes(card))
+    lines = [f"[tool] {card.name or '?'} ({status_label(card)}){notes}"]
     args = args_text(card)
     if args:
         lines.append(_indent(args))
