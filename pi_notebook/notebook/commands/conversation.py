@@ -31,6 +31,7 @@ from ..state import NotebookState
 from ..tools.notebook_tools import is_notebook_tool, mcp_tool_patterns, parse_tools_spec
 from ..tools.references import single_line
 from ..view.reduce import content_to_text
+from .export import export_cmd
 from .mcp import mcp_command
 from .resources import HELP as RESOURCES_HELP
 from .resources import RESOURCE_SUBCOMMANDS
@@ -57,6 +58,9 @@ HELP = f"""\
   steer TEXT              queue a steering message for the running (or next) run
   show [N]                the frozen output of the Nth recorded run from the last (default 1);
                           during a run (a reloaded page), the run's live view at once
+  export [N] [--py FILE]  the code run N (1: the first; default the last) ran, as cells
+                          marked "# from %%pi run N": inserted below (alone in its cell, with
+                          the bridge), written to FILE, or printed; denied and failed calls skipped
   mcp add NAME -- CMD...  start an MCP server (stdio); its tools join every %%pi run
   mcp add NAME URL [--header NAME=ENVVAR ...]   an MCP server over Streamable HTTP
   mcp list | remove NAME  show the MCP servers (state, tools, reason) / stop one
@@ -346,6 +350,7 @@ SUBCOMMANDS = {
     "extension": _extension_cmd,
     "help": _help_cmd,
     "show": show_cmd,
+    "export": export_cmd,
     "undo": undo_command,
     **SESSION_SUBCOMMANDS,
     **RESOURCE_SUBCOMMANDS,
