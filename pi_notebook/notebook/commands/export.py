@@ -197,6 +197,7 @@ async def insert(state: NotebookState, export: Export) -> str:
         made = await bridge.request("insert", cells=payload, **where)
     except (BridgeUnavailable, BridgeRefused) as exc:
         return printed(export, str(exc))
-    ids = [str(i) for i in made.get("ids", [])]
-    return f"{export.summary()} Inserted below this cell: {', '.join(ids)}."
+    count = len(made.get("ids", []))
+    place = "below this cell" if anchor else "at the end of the notebook"
+    return f"{export.summary()} Inserted {count} cell{'s' if count != 1 else ''} {place} (tag {TAG})."
 

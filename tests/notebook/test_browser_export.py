@@ -1,0 +1,98 @@
+"""JupyterLab in Debian's Chromium: ``%pi export`` inserts the code a run executed as ordinary
+code cells below it, through the notebook bridge, marked as the agent's; after a kernel
+restart (the ``%%pi`` cell is not run again, no model is called) running those cells alone
+reproduces the variables the agent made. Screenshot: ``test-output/browser/export.png``."""
+
+from __future__ import annotations
+
+import json
+import sys
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+from browser_lab import BRIDGE_BUILD, CHROMIUM, SHOTS, Lab, chromium_page
+from test_browser import run_cell
+
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.skipif(not Path(CHROMIUM).exists(), reason=f"{CHROMIUM} is not installed"),
+]
+playwright_sync = pytest.importorskip("playwright.sync_api")
+
+SETUP = """\
+%load_ext pi_notebook
+from pi_notebook.ai.faux import register_faux_provider, faux_assistant_message, faux_tool_call
+faux = register_faux_provider()
+faux.set_responses([
+    faux_assistant_message([
+        faux_tool_call("run_code", {"code": "base = [4, 5, 6]\\ntotal = sum(base)"}, id="c1"),
+        faux_tool_call("set_variable", {"name": "doubled", "expression": "total * 2"}, id="c2"),
+    ], stop_reason="toolUse"),
+    faux_assistant_message("total is 15, doubled 30."),
+])
+print("setup done")
+"""
+RUN = "%%pi --model faux:faux-1 --approve auto\nCompute the total of 4, 5, 6 and double it."
+CHECK = "print('check', total, doubled, 'faux' in globals())"
+
+
+def _restart_kernel(lab: Lab) -> None:
+    with urllib.request.urlopen(f"{lab.url}/api/kernels?token={lab.token}", timeout=10) as reply:
+        [kernel] = json.load(reply)
+    request = urllib.request.Request(
+        f"{lab.url}/api/kernels/{kernel['id']}/restart?token={lab.token}", data=b"", method="POST"
+    )
+    with urllib.request.urlopen(request, timeout=60):
+        pass
+
+
+def test_export_inserts_the_runs_code_and_it_reproduces_the_variables(tmp_path: Path) -> None:
+    assert (BRIDGE_BUILD / "package.json").exists(), "build the labextension: bash scripts/setup.sh"
+    expect = playwright_sync.expect
+    with Lab(tmp_path) as lab, playwright_sync.sync_playwright() as p:
+        url = lab.write_notebook("export.ipynb", [SETUP, RUN, "%pi export", CHECK])
+        with chromium_page(p, lab, "export-failure.png", height=1100) as page:
+            _drive(page, lab, url, expect)
+
+
+def _drive(page: Any, lab: Lab, url: str, expect: Any) -> None:
+    page.goto(url)
+    page.wait_for_selector(".jp-NotebookPanel .jp-CodeCell", timeout=60_000)
+    page.locator(".jp-StatusBar-TextItem", has_text="| Idle").first.wait_for(timeout=90_000)
+    cells = page.locator(".jp-NotebookPanel .jp-CodeCell")
+    expect(cells).to_have_count(4)
+    run_cell(page, cells.nth(0))
+    expect(cells.nth(0).locator(".jp-OutputArea")).to_contain_text("setup done", timeout=60_000)
+    run_cell(page, cells.nth(1))
+    expect(cells.nth(1).locator(".pi-static")).to_be_visible(timeout=60_000)
+    run_cell(page, cells.nth(2))
+    expect(cells.nth(2).locator(".jp-OutputArea")).to_contain_text(
+        "Inserted 2 cells below this cell (tag pi-export).", timeout=60_000
+    )
+    expect(cells).to_have_count(6, timeout=30_000)
+    first, second = cells.nth(3), cells.nth(4)
+    expect(first.locator(".jp-InputArea-editor")).to_contain_text("# from %%pi run 1 (run_code, call 1)")
+    expect(first.locator(".jp-InputArea-editor")).to_contain_text("total = sum(base)")
+    expect(second.locator(".jp-InputArea-editor")).to_contain_text("# from %%pi run 1 (set_variable, call 2)")
+    expect(second.locator(".jp-InputArea-editor")).to_contain_text("doubled = total * 2")
+    page.keyboard.press("Escape")
+    page.keyboard.press("Control+s")
+    page.wait_for_timeout(1500)
+    saved = json.loads((lab.notebooks / "export.ipynb").read_text())["cells"]
+    tags = [c["metadata"].get("tags") for c in saved]
+    assert tags == [None, None, None, ["pi-export"], ["pi-export"], None]
+    assert saved[4]["metadata"]["pi_notebook"] == {"run": 1, "tool": "set_variable", "call": 2}
+    # A fresh kernel: the exported cells alone (no %%pi cell, no model) bring the variables back.
+    _restart_kernel(lab)
+    page.locator(".jp-StatusBar-TextItem", has_text="| Idle").first.wait_for(timeout=90_000)
+    page.wait_for_timeout(1500)
+    for index in (3, 4, 5):
+        run_cell(page, cells.nth(index))
+        page.wait_for_timeout(300)
+    expect(cells.nth(5).locator(".jp-OutputArea")).to_contain_text("check 15 30 False", timeout=60_000)
+    page.screenshot(path=str(SHOTS / "export.png"), full_page=True)
