@@ -1,4 +1,6 @@
-"""``PiResult``: what ``_pi`` holds after a ``%%pi`` cell, computed from the run's messages."""
+"""``PiResult``: what ``_pi`` holds after a ``%%pi`` cell, computed from the run's messages; and
+the code a run executed (``executed_calls``), which ``_pi.code``, ``%pi export`` and the
+"Insert as cell" buttons share (``ExportedCell``: one such call as a marked code cell)."""
 
 from __future__ import annotations
 
@@ -93,6 +95,28 @@ def sum_usage(messages: list[Any]) -> Usage:
         for name in ("input", "output", "cache_read", "cache_write", "total"):
             setattr(total.cost, name, getattr(total.cost, name) + getattr(u.cost, name))
     return total
+
+
+TAG = "pi-export"
+
+
+@dataclass(frozen=True)
+class ExportedCell:
+    """One code cell of an export: where it came from and its source (marker line first)."""
+
+    run: int
+    tool: str
+    call: int
+    """The call's number among the run's tool calls (1: the first, whatever its tool)."""
+    code: str
+
+    @property
+    def source(self) -> str:
+        return f"# from %%pi run {self.run} ({self.tool}, call {self.call})\n{self.code.rstrip()}\n"
+
+    @property
+    def metadata(self) -> dict[str, Any]:
+        return {"tags": [TAG], "pi_notebook": {"run": self.run, "tool": self.tool, "call": self.call}}
 
 
 @dataclass(frozen=True)

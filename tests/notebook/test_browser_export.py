@@ -1,4 +1,5 @@
-"""JupyterLab in Debian's Chromium: ``%pi export`` inserts the code a run executed as ordinary
+"""JupyterLab in Debian's Chromium: the "Insert as cell" button under a run inserts its
+``run_code`` call's code below the ``%%pi`` cell; ``%pi export`` inserts the code a run executed as ordinary
 code cells below it, through the notebook bridge, marked as the agent's; after a kernel
 restart (the ``%%pi`` cell is not run again, no model is called) running those cells alone
 reproduces the variables the agent made. Screenshot: ``test-output/browser/export.png``."""
@@ -70,12 +71,25 @@ def _drive(page: Any, lab: Lab, url: str, expect: Any) -> None:
     expect(cells.nth(0).locator(".jp-OutputArea")).to_contain_text("setup done", timeout=60_000)
     run_cell(page, cells.nth(1))
     expect(cells.nth(1).locator(".pi-static")).to_be_visible(timeout=60_000)
-    run_cell(page, cells.nth(2))
-    expect(cells.nth(2).locator(".jp-OutputArea")).to_contain_text(
+    # The run_code card's action, under the frozen run: one button per successful run_code call.
+    insert = cells.nth(1).locator(".pi-insert-cell")
+    expect(insert).to_have_count(1, timeout=30_000)
+    expect(insert).to_contain_text("Insert as cell (run_code, call 1)")
+    insert.click()
+    expect(cells.nth(1).locator(".jp-OutputArea")).to_contain_text(
+        "Inserted the code of run_code, call 1 as a cell.", timeout=30_000
+    )
+    expect(cells).to_have_count(5, timeout=30_000)
+    by_button = cells.nth(2).locator(".jp-InputArea-editor")
+    expect(by_button).to_contain_text("# from %%pi run 1 (run_code, call 1)")
+    expect(by_button).to_contain_text("total = sum(base)")
+    # %pi export: every call of the run, in order, below the export cell
+    run_cell(page, cells.nth(3))
+    expect(cells.nth(3).locator(".jp-OutputArea")).to_contain_text(
         "Inserted 2 cells below this cell (tag pi-export).", timeout=60_000
     )
-    expect(cells).to_have_count(6, timeout=30_000)
-    first, second = cells.nth(3), cells.nth(4)
+    expect(cells).to_have_count(7, timeout=30_000)
+    first, second = cells.nth(4), cells.nth(5)
     expect(first.locator(".jp-InputArea-editor")).to_contain_text("# from %%pi run 1 (run_code, call 1)")
     expect(first.locator(".jp-InputArea-editor")).to_contain_text("total = sum(base)")
     expect(second.locator(".jp-InputArea-editor")).to_contain_text("# from %%pi run 1 (set_variable, call 2)")
@@ -85,14 +99,14 @@ def _drive(page: Any, lab: Lab, url: str, expect: Any) -> None:
     page.wait_for_timeout(1500)
     saved = json.loads((lab.notebooks / "export.ipynb").read_text())["cells"]
     tags = [c["metadata"].get("tags") for c in saved]
-    assert tags == [None, None, None, ["pi-export"], ["pi-export"], None]
-    assert saved[4]["metadata"]["pi_notebook"] == {"run": 1, "tool": "set_variable", "call": 2}
+    assert tags == [None, None, ["pi-export"], None, ["pi-export"], ["pi-export"], None]
+    assert saved[5]["metadata"]["pi_notebook"] == {"run": 1, "tool": "set_variable", "call": 2}
     # A fresh kernel: the exported cells alone (no %%pi cell, no model) bring the variables back.
     _restart_kernel(lab)
     page.locator(".jp-StatusBar-TextItem", has_text="| Idle").first.wait_for(timeout=90_000)
     page.wait_for_timeout(1500)
-    for index in (3, 4, 5):
+    for index in (4, 5, 6):
         run_cell(page, cells.nth(index))
         page.wait_for_timeout(300)
-    expect(cells.nth(5).locator(".jp-OutputArea")).to_contain_text("check 15 30 False", timeout=60_000)
+    expect(cells.nth(6).locator(".jp-OutputArea")).to_contain_text("check 15 30 False", timeout=60_000)
     page.screenshot(path=str(SHOTS / "export.png"), full_page=True)

@@ -164,3 +164,40 @@ def test_not_alone_in_its_cell_export_prints_why_not_inserted(
 )
 def test_which_cells_are_awaited_exports(lines: list[str], expected: str | None) -> None:
     assert export_line(lines) == expected
+
+
+def test_insert_as_cell_without_a_bridge_says_why_and_names_pi_export(
+    ip: Any, faux: FauxRegistration, sdir: Path
+) -> None:
+    import asyncio
+
+    from pi_notebook.notebook.result import ExportedCell
+    from pi_notebook.notebook.run import after_run
+    from pi_notebook.notebook.state import state_for
+
+    state = state_for(ip)
+    state.tools.bridge, state.tools.no_bridge = None, "no notebook frontend here"
+    row = after_run.insert_row(state, [ExportedCell(2, "run_code", 3, "y = 1")], None)
+    [button] = row.children[0].children
+    assert button.description == "Insert as cell (run_code, call 3)"
+
+    async def click() -> None:
+        button.click()
+        await asyncio.gather(*after_run._RUNNING)
+
+    asyncio.run(click())
+    assert button.disabled
+    assert row.children[1].value == (
+        "Not inserted: no notebook frontend here. %pi export prints the code to copy."
+    )
+    # outside a loop (an old kernel) the click says what to run instead
+    again = after_run.insert_row(state, [ExportedCell(2, "run_code", 3, "y = 1")], None)
+    again.children[0].children[0].click()
+    assert again.children[1].value == "Run %pi export alone in a cell instead."
+
+
+def test_a_text_run_gets_no_insert_buttons(ip: Any, faux: FauxRegistration, sdir: Path) -> None:
+    _agent_run(faux)
+    _, captured = cell(ip, f"{MODEL} --approve auto --text", "compute the totals")
+    assert "Insert as cell" not in str(captured.outputs) + captured.stdout
+    assert len(ip.user_ns["_pi"].code) == 5

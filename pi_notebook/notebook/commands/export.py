@@ -32,31 +32,10 @@ from IPython.core.error import UsageError
 
 from ..bridge import BridgeRefused, BridgeUnavailable, NotebookBridge
 from ..config import DEFAULT_NAME
-from ..result import executed_calls
+from ..result import TAG, ExportedCell, executed_calls
 from ..sessions.replay import Recording, replayed_messages
 from ..state import NotebookState, state_for
 from .show import _runs
-
-TAG = "pi-export"
-
-
-@dataclass(frozen=True)
-class ExportedCell:
-    """One code cell of an export: where it came from and its source (marker line first)."""
-
-    run: int
-    tool: str
-    call: int
-    """The call's number among the run's tool calls (1: the first, whatever its tool)."""
-    code: str
-
-    @property
-    def source(self) -> str:
-        return f"# from %%pi run {self.run} ({self.tool}, call {self.call})\n{self.code.rstrip()}\n"
-
-    @property
-    def metadata(self) -> dict[str, Any]:
-        return {"tags": [TAG], "pi_notebook": {"run": self.run, "tool": self.tool, "call": self.call}}
 
 
 @dataclass
