@@ -201,3 +201,13 @@ def test_a_text_run_gets_no_insert_buttons(ip: Any, faux: FauxRegistration, sdir
     _, captured = cell(ip, f"{MODEL} --approve auto --text", "compute the totals")
     assert "Insert as cell" not in str(captured.outputs) + captured.stdout
     assert len(ip.user_ns["_pi"].code) == 5
+
+
+def test_a_headless_export_prints_at_once(
+    ip: Any, faux: FauxRegistration, sdir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _agent_run(faux)
+    cell(ip, f"{MODEL} --approve auto", "compute the totals")
+    monkeypatch.setenv("PI_NOTEBOOK_HEADLESS", "1")
+    text = line(ip, "export")
+    assert "Not inserted (a headless run has no notebook frontend: PI_NOTEBOOK_HEADLESS=1)" in text

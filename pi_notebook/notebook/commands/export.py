@@ -164,7 +164,11 @@ async def export_awaited(shell: Any, line: str) -> None:
 
 async def insert(state: NotebookState, export: Export) -> str:
     from ..host.compat import get_kernel, running_cell_id
+    from ..run.approval import detect_headless
 
+    headless = detect_headless(state.shell)
+    if headless.headless:  # nbclient, papermill: nobody answers the bridge, so do not wait for it
+        return printed(export, f"a headless run has no notebook frontend: {headless.reason}")
     kernel = get_kernel(state.shell)
     if kernel is None:
         return printed(export, "no Jupyter kernel, so there is no notebook frontend")
