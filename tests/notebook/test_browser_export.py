@@ -71,29 +71,35 @@ def _drive(page: Any, lab: Lab, url: str, expect: Any) -> None:
     expect(cells.nth(0).locator(".jp-OutputArea")).to_contain_text("setup done", timeout=60_000)
     run_cell(page, cells.nth(1))
     expect(cells.nth(1).locator(".pi-static")).to_be_visible(timeout=60_000)
+    # %pi export: the run's calls in order, below the export cell
+    run_cell(page, cells.nth(2))
+    expect(cells.nth(2).locator(".jp-OutputArea")).to_contain_text(
+        "Inserted 2 cells below this cell (tag pi-export).", timeout=60_000
+    )
+    expect(cells).to_have_count(6, timeout=30_000)
+    first, second = cells.nth(3).locator(".jp-InputArea-editor"), cells.nth(4).locator(".jp-InputArea-editor")
+    expect(first).to_contain_text("# from %%pi run 1 (run_code, call 1)")
+    expect(first).to_contain_text("total = sum(base)")
+    expect(second).to_contain_text("# from %%pi run 1 (set_variable, call 2)")
+    expect(second).to_contain_text("doubled = total * 2")
+    # run again (as Run All would): nothing is inserted twice
+    run_cell(page, cells.nth(2))
+    expect(cells.nth(2).locator(".jp-OutputArea")).to_contain_text(
+        "Inserted 0 cells below this cell (tag pi-export); 2 already in the notebook", timeout=60_000
+    )
+    expect(cells).to_have_count(6)
     # The run_code card's action, under the frozen run: one button per successful run_code call.
     insert = cells.nth(1).locator(".pi-insert-cell")
-    expect(insert).to_have_count(1, timeout=30_000)
+    expect(insert).to_have_count(1)
     expect(insert).to_contain_text("Insert as cell (run_code, call 1)")
     insert.click()
     expect(cells.nth(1).locator(".jp-OutputArea")).to_contain_text(
         "Inserted the code of run_code, call 1 as a cell.", timeout=30_000
     )
-    expect(cells).to_have_count(5, timeout=30_000)
+    expect(cells).to_have_count(7, timeout=30_000)
     by_button = cells.nth(2).locator(".jp-InputArea-editor")
     expect(by_button).to_contain_text("# from %%pi run 1 (run_code, call 1)")
     expect(by_button).to_contain_text("total = sum(base)")
-    # %pi export: every call of the run, in order, below the export cell
-    run_cell(page, cells.nth(3))
-    expect(cells.nth(3).locator(".jp-OutputArea")).to_contain_text(
-        "Inserted 2 cells below this cell (tag pi-export).", timeout=60_000
-    )
-    expect(cells).to_have_count(7, timeout=30_000)
-    first, second = cells.nth(4), cells.nth(5)
-    expect(first.locator(".jp-InputArea-editor")).to_contain_text("# from %%pi run 1 (run_code, call 1)")
-    expect(first.locator(".jp-InputArea-editor")).to_contain_text("total = sum(base)")
-    expect(second.locator(".jp-InputArea-editor")).to_contain_text("# from %%pi run 1 (set_variable, call 2)")
-    expect(second.locator(".jp-InputArea-editor")).to_contain_text("doubled = total * 2")
     page.keyboard.press("Escape")
     page.keyboard.press("Control+s")
     page.wait_for_timeout(1500)
@@ -105,7 +111,7 @@ def _drive(page: Any, lab: Lab, url: str, expect: Any) -> None:
     _restart_kernel(lab)
     page.locator(".jp-StatusBar-TextItem", has_text="| Idle").first.wait_for(timeout=90_000)
     page.wait_for_timeout(1500)
-    for index in (4, 5, 6):
+    for index in (4, 5, 6):  # the exported cells and the check, nothing else
         run_cell(page, cells.nth(index))
         page.wait_for_timeout(300)
     expect(cells.nth(6).locator(".jp-OutputArea")).to_contain_text("check 15 30 False", timeout=60_000)

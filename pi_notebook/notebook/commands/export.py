@@ -18,7 +18,8 @@ tag ``pi-export`` and ``metadata.pi_notebook = {"run": 3, "tool": "run_code", "c
 Where the cells go: ``--py FILE`` writes them to a Python file (IPython syntax such as
 ``%timeit`` or ``!ls`` is turned into the ``get_ipython()`` calls IPython would run), the
 bridge inserts them after the ``%pi export`` cell (JupyterLab, Notebook 7: the load step
-rewrites a cell that is exactly ``%pi export ...`` into an awaited call, as for ``%pi undo``),
+rewrites a cell that is exactly ``%pi export ...`` into an awaited call, as for ``%pi undo``)
+except those whose source the notebook already has (Run All runs the export cell again),
 and anywhere else they are printed with one line saying why they were not inserted.
 """
 
@@ -175,12 +176,18 @@ async def insert(state: NotebookState, export: Export) -> str:
     bridge = NotebookBridge(kernel)  # its own comm: the tools' one may belong to an old page
     anchor = running_cell_id(kernel)
     where: dict[str, Any] = {"after": anchor} if anchor else {"index": 1 << 30}
-    payload = [{"cell_type": "code", "source": c.source, "metadata": c.metadata} for c in export.cells]
     try:
-        made = await bridge.request("insert", cells=payload, **where)
+        # Restart & Run All runs this cell again: cells the notebook already has stay single.
+        document = await bridge.request("read")
+        have = {str(cell.get("source", "")).rstrip() for cell in document.get("cells", [])}
+        new = [c for c in export.cells if c.source.rstrip() not in have]
+        payload = [{"cell_type": "code", "source": c.source, "metadata": c.metadata} for c in new]
+        made = await bridge.request("insert", cells=payload, **where) if payload else {}
     except (BridgeUnavailable, BridgeRefused) as exc:
         return printed(export, str(exc))
     count = len(made.get("ids", []))
     place = "below this cell" if anchor else "at the end of the notebook"
-    return f"{export.summary()} Inserted {count} cell{'s' if count != 1 else ''} {place} (tag {TAG})."
+    text = f"{export.summary()} Inserted {count} cell{'s' if count != 1 else ''} {place} (tag {TAG})"
+    kept = len(export.cells) - len(new)
+    return text + (f"; {kept} already in the notebook, not inserted again." if kept else ".")
 
