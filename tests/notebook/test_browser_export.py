@@ -1,8 +1,9 @@
-"""JupyterLab in Debian's Chromium: the "Insert as cell" button under a run inserts its
-``run_code`` call's code below the ``%%pi`` cell; ``%pi export`` inserts the code a run executed as ordinary
-code cells below it, through the notebook bridge, marked as the agent's; after a kernel
-restart (the ``%%pi`` cell is not run again, no model is called) running those cells alone
-reproduces the variables the agent made. The same in Jupyter Notebook 7. Screenshots:
+"""JupyterLab and Jupyter Notebook 7 in Debian's Chromium: ``%pi export`` alone in a cell
+inserts the code a run executed as ordinary code cells below it, through the notebook bridge,
+marked and tagged as the agent's; run again (as Restart & Run All does) it inserts none twice;
+the "Insert as cell" button under the run inserts its ``run_code`` call's code below the
+``%%pi`` cell; after a kernel restart (the ``%%pi`` cell is not run again, no model is called)
+running the exported cells alone reproduces the variables the agent made. Screenshots:
 ``test-output/browser/export-{lab,notebook}.png``."""
 
 from __future__ import annotations
