@@ -10,9 +10,11 @@ time the transformer emits a call to it: a traceback or ``In[n]`` then reads as 
 
 Rules: comment lines (and blank lines) may precede ``%%pi``; ``%%pi_sync`` or ``%%pie`` are
 left alone; a cell that is exactly ``%pi undo`` becomes ``await _pi_undo(...)`` (undo waits
-for the notebook's answers, see ``commands/undo.py``); with autoawait off, or a non-asyncio
-loop runner, the cell becomes a plain call of the registered ``%%pi`` cell magic (the
-non-interactive fallback). The transform runs on every cell, so it does the cheap check first.
+for the notebook's answers, see ``commands/undo.py``), and one that is exactly
+``%pi export ...`` becomes ``await _pi_export(...)`` (it inserts cells, ``commands/export.py``);
+with autoawait off, or a non-asyncio loop runner, the cell becomes a plain call of the
+registered ``%%pi`` cell magic (the non-interactive fallback). The transform runs on every
+cell, so it does the cheap check first.
 
 Loading also registers ``PiMagics`` (``%%pi`` fallback, ``%pi``), a ``post_run_cell`` hook
 that records cell errors for ``read_cells``, and, on ipykernel >= 7.4, the ``comm_msg``
@@ -38,12 +40,24 @@ _AWAIT_CALL = "await " + RUN_NAME + "({line!r}, {body!r})\n"
 _SYNC_CALL = "get_ipython().run_cell_magic('pi', {line!r}, {body!r})\n"
 UNDO_NAME = "_pi_undo"
 _UNDO_CALL = "await " + UNDO_NAME + "(get_ipython())\n"
+EXPORT_NAME = "_pi_export"
+_EXPORT_CALL = "await " + EXPORT_NAME + "(get_ipython(), {line!r})\n"
 
 
 def is_undo_cell(lines: list[str]) -> bool:
     """The cell is ``%pi undo`` alone (comments and blank lines aside)."""
     code = [line.strip() for line in lines if line.strip() and not line.lstrip().startswith("#")]
     return len(code) == 1 and code[0].split() == ["%pi", "undo"]
+
+
+def export_line(lines: list[str]) -> str | None:
+    """The rest of the line when the cell is ``%pi [--name N] export ...`` alone."""
+    code = [line.strip() for line in lines if line.strip() and not line.lstrip().startswith("#")]
+    if len(code) != 1 or not code[0].startswith("%pi "):
+        return None
+    words = code[0].split()
+    at = 3 if words[1:2] == ["--name"] else 1
+    return code[0][4:].strip() if words[at : at + 1] == ["export"] else None
 
 
 def split_pi_cell(lines: list[str]) -> tuple[str, str] | None:
@@ -74,6 +88,13 @@ def make_transformer(shell: Any) -> Any:
                 shell.user_ns[UNDO_NAME] = undo_last
                 shell.user_ns_hidden[UNDO_NAME] = undo_last
                 return [_UNDO_CALL]
+            line = export_line(lines)
+            if line is not None and can_await(shell):
+                from .commands.export import export_awaited
+
+                shell.user_ns[EXPORT_NAME] = export_awaited
+                shell.user_ns_hidden[EXPORT_NAME] = export_awaited
+                return [_EXPORT_CALL.format(line=line)]
             return lines
         line, body = found
         if not can_await(shell):

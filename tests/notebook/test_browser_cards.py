@@ -255,7 +255,9 @@ def _reopened(page: Any, url: str, path: Path, expect: Any) -> None:
         page.wait_for_timeout(1_000)
         deadline -= 1
     page.screenshot(path=str(SHOTS / "cards-saved.png"))
-    [output] = json.loads(path.read_text())["cells"][5]["outputs"]
+    # the frozen run; the Insert as cell row under it (the run ran code) is a widget output
+    outputs = json.loads(path.read_text())["cells"][5]["outputs"]
+    [output] = [o for o in outputs if "text/html" in o.get("data", {})]
     frozen = "".join(output["data"]["text/html"])
     assert 'src="data:image/png;base64,' in frozen
     assert "<table" in frozen

@@ -32,6 +32,7 @@ from ..tools.notebook_tools import is_notebook_tool, mcp_tool_patterns, parse_to
 from ..tools.references import single_line
 from ..view.reduce import content_to_text
 from .approvals import approvals_command, grants_status
+from .export import export_cmd
 from .mcp import mcp_command
 from .resources import HELP as RESOURCES_HELP
 from .resources import RESOURCE_SUBCOMMANDS
@@ -58,6 +59,9 @@ HELP = f"""\
   steer TEXT              queue a steering message for the running (or next) run
   show [N]                the frozen output of the Nth recorded run from the last (default 1);
                           during a run (a reloaded page), the run's live view at once
+  export [N] [--py FILE]  the code run N (1: the first; default the last) ran, as cells
+                          marked "# from %%pi run N": inserted below (alone in its cell, with
+                          the bridge), written to FILE, or printed; denied and failed calls skipped
   mcp add NAME -- CMD...  start an MCP server (stdio); its tools join every %%pi run
   mcp add NAME URL [--header NAME=ENVVAR ...]   an MCP server over Streamable HTTP
   mcp list | remove NAME  show the MCP servers (state, tools, reason) / stop one
@@ -352,6 +356,7 @@ SUBCOMMANDS = {
     "extension": _extension_cmd,
     "help": _help_cmd,
     "show": show_cmd,
+    "export": export_cmd,
     "undo": undo_command,
     "approvals": approvals_command,
     **SESSION_SUBCOMMANDS,

@@ -56,13 +56,13 @@ from ..sessions.conversations import Conversation
 from ..sessions.files import RUN_ENTRY
 from ..sessions.replay import continue_after, play, replayed_notice
 from ..state import NotebookState, state_for
-from ..tools.changes import undo_lines
 from ..tools.declare import Dispatch, run_here
 from ..tools.notebook_tools import is_notebook_tool, select_mcp_tools
 from ..view.notices import rerun_turn
 from ..view.reduce import explain
 from ..view.render import render_text
 from ..view.run_view import RunView, StaticView
+from .after_run import show_after_run
 from .approval import FALLBACK_REASON, ApprovalGate, GrantUI, activate, deactivate
 from .context import CellContext, cell_context
 from .errors import RunFailed, RunInterrupted, explain_error
@@ -419,13 +419,9 @@ class PiRun:
             _display(bundle, raw=True)
         if self.widget is not None:  # the live view
             self.pages.finish(view, bundle)
-        tools = self.state.tools
-        changes = tools.changes
-        if self.widget is not None and changes:  # live, and the run changed the notebook
-            from ..view.undo_button import undo_button
-
-            _display(undo_button(lambda: undo_lines(tools.bridge, tools.no_bridge, changes)))
         result = self.result()
+        if self.widget is not None:  # live: Undo (it changed the notebook), Insert as cell (it ran code)
+            show_after_run(self.state, self.plan.name, result)
         self.shell.user_ns["_pi"] = result
         self.state.run_ended(self.plan.name, self.session, result)
         return result

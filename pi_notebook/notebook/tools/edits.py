@@ -258,7 +258,9 @@ class EditTools:
             raise RuntimeError(f"{error}\n(the error is now in cell {cell_id}'s output)")
         assert result is not None
         note = TextContent(text=f"(these outputs are now in cell {cell_id})")
-        return AgentToolResult(content=[*result.content, note], details=result.details)
+        # The source it ran, kept in the session: ``%pi export`` turns the call into that code.
+        details = {**(result.details if isinstance(result.details, dict) else {}), "source": source}
+        return AgentToolResult(content=[*result.content, note], details=details)
 
     async def _live_or_fail(self, what: str) -> NotebookBridge:
         try:
