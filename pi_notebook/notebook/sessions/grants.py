@@ -14,9 +14,10 @@ gives their gate no grants).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ...agent.types import AgentTool
+if TYPE_CHECKING:  # %load_ext imports this module: the agent loads with the first run
+    from ...agent.types import AgentTool
 
 GRANTED = "allowed for this conversation"
 """What the card of a call a grant let through says."""
