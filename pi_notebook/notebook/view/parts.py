@@ -154,10 +154,10 @@ class SharedModels:
             self._html_style = HTMLStyle()
         return W.HTML(value, layout=self.layout, style=self._html_style, _dom_classes=classes)
 
-    def button(self, **traits: Any) -> W.Button:
+    def button(self, layout: W.Layout | None = None, **traits: Any) -> W.Button:
         if self._button_style is None:
             self._button_style = ButtonStyle()
-        return W.Button(layout=self.layout, style=self._button_style, **traits)
+        return W.Button(layout=layout or self.layout, style=self._button_style, **traits)
 
     def vbox(self, children: Any, *classes: str, layout: W.Layout | None = None) -> W.VBox:
         return W.VBox(children, layout=layout or self.layout, _dom_classes=classes)
@@ -412,7 +412,9 @@ class ToolCardPart:
             row: list[W.Widget] = [self.approve, self.deny]
             if offer and self._on_grant is not None:
                 on_grant = self._on_grant
-                self.grant = self._models.button(description=offer, icon="check-double")
+                # as wide as its words: a button's default width cut "Allow for this c..."
+                fit = W.Layout(width="auto")
+                self.grant = self._models.button(fit, description=offer, icon="check-double")
                 self.grant.on_click(lambda _button: on_grant(self._call_id))
                 row.append(self.grant)
             self._approval_row = self._models.hbox(row, "pi-approval")
