@@ -90,7 +90,7 @@ def test_pictures_and_a_code_time_limit(tmp_path: Path, app: str) -> None:
             assert [part["type"] for part in seer] == ["text", "text", "image_url"]
             assert seer[2]["image_url"]["url"].startswith("data:image/png;base64,iVBOR")
             assert [part["type"] for part in reader] == ["text", "text"]
-            assert "not shown: this model has no image input" in reader[1]["text"]
+            assert "not sent to the model: it has no image input" in reader[1]["text"]
 
             started = time.monotonic()
             run_cell(page, cells.nth(3))
