@@ -67,12 +67,12 @@ from .approval import FALLBACK_REASON, ApprovalGate, GrantUI, activate, deactiva
 from .context import CellContext, cell_context
 from .errors import RunFailed, RunInterrupted, explain_error
 from .extension_ui import CellUI
+from .fit import fit_run, run_options
 from .loop_guard import LoopGuard
 from .plan import RunPlan, plan_run, prepare_conversation, strip_markers
 from .planning import Plan, ask_plan, asking_for_plan, carry_out, execution_prompt, note_plan, plan_mode
 from .reattach import attach, shows_run
 from .reload import PageWatch
-from .requests import probe_local_server, run_options
 from .trust import ask_trust
 from .unparsed import offer_unparsed, repaired, retry_in_place, unparsed_calls
 
@@ -233,7 +233,7 @@ class PiRun:
         try:
             if self.interrupted:  # interrupted before this loop existed (fallback): do not start
                 return
-            await probe_local_server(self.session)
+            run = await fit_run(self, run)  # the server's window; a small model's prompt
             with extensions.using_ui(self._extension_ui()):
                 await self.session.prompt(  # --tools none: not the skills' read tool either
                     self.plan.message, run=run, budget=self.plan.budget, skills=not options.no_tools
