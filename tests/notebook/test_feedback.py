@@ -200,6 +200,9 @@ def test_a_tool_call_llama_server_cannot_parse_says_what_to_try(
     shown = plain(captured)
     assert f"Error: {unparsed}: the server could not parse the model's tool call." in shown
     assert "pass --tools none" in shown
+    # the recipe: the templates with which llama.cpp parses (or leaves as text) a small model's calls
+    assert "start llama-server with --jinja and the model's own chat template" in shown
+    assert "(qwen-notags.jinja) fails like this" in shown
 
 
 def test_tools_none_sends_no_tool_even_with_skills_so_the_advice_works(
