@@ -26,12 +26,12 @@ from __future__ import annotations
 
 import inspect
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from typing import Any, TypeAlias
 
 from ..ai.call_ids import CallIds
 from ..ai.event_stream import AssistantMessageEventStream
-from ..ai.events import DoneEvent, ErrorEvent
+from ..ai.events import AssistantMessageEvent
 from ..ai.types import (
     AssistantMessage,
     Context,
@@ -201,7 +201,7 @@ def printed_turns(
     ``accept``: whether a tools-mode answer's printed calls become calls (``None``: never).
     ``system_prompt``: the code-mode system prompt made from the run's."""
 
-    def stream(model: Model, context: Context, options: Any = None) -> AssistantMessageEventStream:
+    def stream(model: Model, context: Context, options: Any = None) -> Any:
         has_python = any(tool.name == PYTHON_TOOL for tool in context.tools or ())
         sent = context
         if mode == "code" and system_prompt is not None:
@@ -212,52 +212,38 @@ def printed_turns(
                 return _code_calls(message, context, has_python)
             return message if accept is None else _recover(message, context, accept)
 
-        return _rewritten(inner(model, sent, options), rewrite, model)
+        response = inner(model, sent, options)
+        if inspect.isawaitable(response):
+            return _later(response, rewrite)
+        return _Rewritten(response, rewrite)
 
     return stream
 
 
-def _rewritten(
-    source: Any, rewrite: Callable[[AssistantMessage], AssistantMessage], model: Model
+async def _later(
+    response: Awaitable[AssistantMessageEventStream], rewrite: Callable[[AssistantMessage], AssistantMessage]
 ) -> AssistantMessageEventStream:
-    """``source``'s events, its ``done`` message replaced by ``rewrite``'s (when it changed).
-    Always ends with a terminal event, so the loop's ``result()`` never waits forever."""
-    out = AssistantMessageEventStream()
-
-    async def pump() -> None:
-        ended = False
-        try:
-            events = await source if inspect.isawaitable(source) else source
-            async for received in events:
-                event = _done(received, rewrite) if received.type == "done" else received
-                out.push(event)
-                if event.type in ("done", "error"):
-                    ended = True
-                    break
-        except Exception as exc:  # a stream function must not raise; if one does, the turn fails
-            out.push(_failed(model, f"{type(exc).__name__}: {exc}"))
-            ended = True
-        finally:
-            if not ended:
-                out.push(_failed(model, "the model's stream ended without an answer"))
-            out.end()
-
-    out.start(pump)
-    return out
+    return _Rewritten(await response, rewrite)
 
 
-def _done(event: DoneEvent, rewrite: Callable[[AssistantMessage], AssistantMessage]) -> DoneEvent:
-    message = rewrite(event.message)
-    return event if message is event.message else DoneEvent(reason="toolUse", message=message)
+class _Rewritten(AssistantMessageEventStream):
+    """``source`` as it streams, with ``rewrite`` applied to its final message. The events
+    pass through untouched (no cost per token): the loop takes the turn from ``result()``,
+    and what it emits for the turn's end (``message_end``) carries the rewritten message."""
 
+    __slots__ = ("_rewrite", "_rewritten", "_source")
 
-def _failed(model: Model, text: str) -> ErrorEvent:
-    message = AssistantMessage(
-        content=[],
-        api=model.api,
-        provider=model.provider,
-        model=model.id,
-        stop_reason="error",
-        error_message=text,
-    )
-    return ErrorEvent(reason="error", error=message)
+    def __init__(
+        self, source: AssistantMessageEventStream, rewrite: Callable[[AssistantMessage], AssistantMessage]
+    ) -> None:
+        super().__init__()
+        self._source, self._rewrite = source, rewrite
+        self._rewritten: AssistantMessage | None = None
+
+    def __aiter__(self) -> AsyncIterator[AssistantMessageEvent]:
+        return self._source.__aiter__()
+
+    async def result(self) -> AssistantMessage:
+        if self._rewritten is None:
+            self._rewritten = self._rewrite(await self._source.result())
+        return self._rewritten
