@@ -167,24 +167,33 @@ def _result_as_text(result: ToolResultMessage) -> list[Any]:
     return [TextContent(text=f"{head}:\n```\n{text}\n```"), *images]
 
 
+def _results_message(results: list[ToolResultMessage]) -> UserMessage:
+    """One turn's results as one user message: plain text (what every chat template renders)
+    unless a result holds an image."""
+    texts, images = [], []
+    for result in results:
+        first, *more = _result_as_text(result)
+        texts.append(first.text)
+        images += more
+    text = "\n\n".join(texts)
+    return UserMessage(content=[TextContent(text=text), *images] if images else text)
+
+
 def code_context(context: Context, system_prompt: Callable[[str | None], str]) -> Context:
     """``context`` as a code-mode model gets it: no tools, its system prompt, tool results as
     user messages (those of one turn in one message), calls as the text of the answer."""
-    messages: list[Message] = []
-    results: UserMessage | None = None  # the user message of the turn's results so far
+    messages: list[Any] = []
     for message in context.messages:
         if isinstance(message, ToolResultMessage):
-            content = _result_as_text(message)
-            if results is not None and isinstance(results.content, list):
-                results.content.extend(content)
-                continue
-            results = UserMessage(content=content)
-            messages.append(results)
-            continue
-        results = None
-        messages.append(_assistant_as_text(message) if isinstance(message, AssistantMessage) else message)
+            if messages and isinstance(messages[-1], list):
+                messages[-1].append(message)
+            else:
+                messages.append([message])
+        else:
+            messages.append(_assistant_as_text(message) if isinstance(message, AssistantMessage) else message)
+    sent: list[Message] = [_results_message(m) if isinstance(m, list) else m for m in messages]
     system = system_prompt(context.system_prompt)
-    return Context.model_construct(system_prompt=system, messages=messages, tools=None)
+    return Context.model_construct(system_prompt=system, messages=sent, tools=None)
 
 
 # --- the stream function ------------------------------------------------------------------------

@@ -334,6 +334,6 @@ def test_code_context_shows_calls_and_results_as_text() -> None:
     assert (
         sent.messages[1].content[0].text == '```json\n{"name": "read_cell", "arguments": {"index": 1}}\n```'
     )
-    assert sent.messages[2].content[0].text == "Output of read_cell:\n```\ncell 1\n```"
+    assert sent.messages[2].content == "Output of read_cell:\n```\ncell 1\n```"
     assert sent.messages[3].content == [TextContent(text="```python\nx\n```")]
-    assert sent.messages[4].content[0].text == "Error:\n```\n(no output)\n```"
+    assert sent.messages[4].content == "Error:\n```\n(no output)\n```"

@@ -73,7 +73,7 @@ def test_code_mode_runs_the_block_and_the_model_answers_its_output(
     assert second.messages[1].content == result.messages[1].content[:1]  # the text, no call
     output = second.messages[2]
     assert isinstance(output, UserMessage)
-    assert output.content[0].text == "Output:\n```\nstdout:\n42\n```"
+    assert output.content == "Output:\n```\nstdout:\n42\n```"
     shown = plain(captured)
     assert "[tool] run_code (done)" in shown
     assert "tool mode: code" in html(captured)  # the footer
@@ -95,7 +95,7 @@ def test_code_mode_follows_the_approval_policy(ip: Any, faux: FauxRegistration) 
     _, captured = cell(ip, f"{MODEL} --tool-mode code", "what is 6 * 7?")
     assert "answer_x" not in ip.user_ns
     assert "[tool] run_code (denied)" in plain(captured)
-    assert seen[0].messages[-1].content[0].text.startswith("Error:\n```\nTool call denied")
+    assert seen[0].messages[-1].content.startswith("Error:\n```\nTool call denied")
 
 
 def test_code_mode_without_run_code_says_so_and_uses_tools(ip: Any, faux: FauxRegistration) -> None:
