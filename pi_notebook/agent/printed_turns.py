@@ -49,6 +49,7 @@ from .types import StreamFn
 
 __all__ = [
     "CODE_MARK",
+    "PYTHON_TOOL",
     "RECOVERED_KEY",
     "RECOVERED_MARKS",
     "Accept",
