@@ -32,8 +32,8 @@ from ...agent.tool_mode import ToolMode, resolve_tool_mode
 from ...agent.types import BeforeToolCallContext, BeforeToolCallResult, StreamFn
 from ...ai.abort import AbortSignal
 from ..config import DEFAULT_SYSTEM_PROMPT
-from ..tools.previews import approval_labels
-from .approval import USER_DENIED, ApprovalGate
+from .approval import ALWAYS_ASK, USER_DENIED, ApprovalGate
+from .unparsed import offer_line
 
 __all__ = ["CODE_PROMPT", "PrintedCalls", "code_system_prompt", "offer_recovered", "printed_calls_of"]
 
@@ -60,11 +60,7 @@ def code_system_prompt(run_prompt: str | None) -> str:
 
 def offer_recovered(name: str) -> str:
     """The card's line while a recovered call waits, in its buttons' words."""
-    yes, no = approval_labels(name)
-    return (
-        "the model wrote this call in its text instead of making it. "
-        f"{yes} runs it (the model then gets its result), {no} leaves it."
-    )
+    return offer_line(name, "the model wrote this call in its text instead of making it")
 
 
 def left_as_text(calls: list[PrintedCall], why: str) -> str:
@@ -101,6 +97,10 @@ class PrintedCalls:
         self._notice, self._footer = notice, footer
         self.mode: ToolMode | None = None
         """The mode of the run, once it started."""
+        self.probed: str | None = None
+        """What the model's server said it supports (``tools`` / ``code``), set before the run
+        starts by whoever asked it; ``resolve_tool_mode`` weighs it after the user's choice and
+        the model's ``toolMode``."""
         self.left: list[PrintedCall] = []
         """Calls the model printed that stayed text (nobody could be asked)."""
 
@@ -111,7 +111,7 @@ class PrintedCalls:
         """The run's mode (``resolve_tool_mode``), told once: the footer, a line when code
         mode cannot be had."""
         if self.mode is None:
-            mode = resolve_tool_mode(self.requested, self._model())
+            mode = resolve_tool_mode(self.requested, self._model(), self.probed)
             if mode == "code" and "run_code" not in self.tools:
                 self._notice(NO_RUN_CODE, "tool-mode")
                 mode = "tools"
@@ -139,8 +139,10 @@ class PrintedCalls:
         self, ctx: BeforeToolCallContext, signal: AbortSignal | None = None
     ) -> BeforeToolCallResult | None:
         call = ctx.tool_call
-        recovered = self.recovered == "ask" and recovered_mark(call) in RECOVERED_MARKS
-        if recovered and not await self.gate.ask(call.id, offer_recovered(call.name), signal, call=call):
+        # a recovered call asks first; delete_cells asks in the gate anyway (not twice)
+        recovered = recovered_mark(call) in RECOVERED_MARKS
+        asks = self.recovered == "ask" and recovered and call.name not in ALWAYS_ASK
+        if asks and not await self.gate.ask(call.id, offer_recovered(call.name), signal, call=call):
             return BeforeToolCallResult(block=True, reason=USER_DENIED)
         return await self.gate(ctx, signal)
 

@@ -27,7 +27,14 @@ from ..view.notices import rerun_turn
 from .approval import ApprovalGate
 from .errors import is_unparsed_tool_call
 
-__all__ = ["offer_unparsed", "offer_unparsed_calls", "repaired", "retry_in_place", "unparsed_calls"]
+__all__ = [
+    "offer_line",
+    "offer_unparsed",
+    "offer_unparsed_calls",
+    "repaired",
+    "retry_in_place",
+    "unparsed_calls",
+]
 
 
 def unparsed_calls(message: Any) -> list[ToolCall]:
@@ -98,13 +105,16 @@ def _rewind(manager: SessionManager, prompt: Any, run_entry: str) -> None:
         manager.branch(parent)
 
 
-def offer_unparsed(name: str) -> str:
-    """The card's line for a call the server could not finish parsing, in its buttons' words."""
+def offer_line(name: str, why: str) -> str:
+    """The card's line for a call the model meant but did not make through the API (``why``),
+    in its buttons' words: a call the server could not finish parsing, one printed in text."""
     yes, no = approval_labels(name)
-    return (
-        "not executed: the server could not parse the model's output after this call. "
-        f"{yes} runs it (the model then gets its result), {no} leaves it."
-    )
+    return f"{why}. {yes} runs it (the model then gets its result), {no} leaves it."
+
+
+def offer_unparsed(name: str) -> str:
+    """The card's line for a call the server could not finish parsing."""
+    return offer_line(name, "not executed: the server could not parse the model's output after this call")
 
 
 async def offer_unparsed_calls(run: Any, gate: ApprovalGate, options: Any) -> None:
