@@ -9,8 +9,10 @@ a turn that should call a tool with text that holds the call:
   ``{"function": {"name": ..., "arguments": "<JSON text>"}}``, and a list of such objects;
 * ``tagged``: Hermes / Qwen ``<tool_call>{...}</tool_call>`` tags (the closing tag may be
   missing when the model stopped there);
-* ``fenced``: a ```python (``py``, ``python3``) block, read as a call of the Python tool
-  when the run has one (``run_code``).
+* ``fenced``: ```python (``py``, ``python3``) blocks, read as calls of the Python tool when
+  the run has one (``run_code``) and the answer ends with a block: the model wrote its code
+  and stopped. An answer that goes on after its code (an explanation, an example among
+  prose) is an answer, not a call.
 
 ``printed_calls`` finds them, in the order they appear. A candidate counts only when it names
 one of the given tools and its arguments pass that tool's JSON schema (``validate_tool_call``):
@@ -91,8 +93,11 @@ def printed_calls(
     calls = sorted(tagged + loose, key=lambda call: call.start)
     if calls or python_tool is None or python_tool not in by_name:
         return calls
+    blocks = python_blocks(text)
+    if not blocks or text[blocks[-1][1] :].strip():
+        return []  # prose after the last block: the code is part of an answer
     fenced = []
-    for start, end, code in python_blocks(text):
+    for start, end, code in blocks:
         call = _valid(by_name, python_tool, {"code": code}, ("fenced", start, end, code))
         if call is not None:
             fenced.append(call)

@@ -114,6 +114,12 @@ def test_fenced_python_is_a_run_code_call_only_without_other_calls_and_with_run_
     assert calls("```javascript\nlet x = 1\n```\n```python\n\n```") == []  # other languages, empty blocks
 
 
+def test_fenced_python_counts_only_when_the_answer_ends_with_it() -> None:
+    assert calls("Run this:\n```python\nx = 1\n```\n\n") == [("run_code", {"code": "x = 1\n"}, "fenced")]
+    explained = "You could write:\n```python\nx = 1\n```\nThis sets x to one."
+    assert calls(explained) == []  # code among prose is part of an answer
+
+
 def test_junk_partial_json_and_prose_hold_no_call() -> None:
     for text in [
         "",

@@ -1,7 +1,7 @@
 """Calls a model printed in its text, and code-first mode, in a real ipykernel driven through
 jupyter_client, with clicks: a loopback ``llama-server`` (``llama_replies.py``) streams a printed
 call, its card asks even under ``--approve auto`` and says why, Approve runs it (the model
-then answers its result), Deny leaves it and tells the model; a code-first run on the faux
+then answers its result), Deny leaves it (its text is the answer); a code-first run on the faux
 model asks for its block under the default policy, runs it in the kernel, and answers."""
 
 from __future__ import annotations
@@ -62,17 +62,18 @@ def test_a_printed_json_call_asks_under_approve_auto_and_approve_runs_it(k: Kern
     assert request_roles(chats[1]) == ["system", "user", "assistant", "tool"]
 
 
-def test_a_tagged_call_denied_is_not_run_and_the_model_is_told(k: Kernel) -> None:
+def test_a_tagged_call_denied_is_not_run_and_its_text_is_the_answer(k: Kernel) -> None:
     server = LoopbackServer()
     server.queue(json_reply(404, {}))
     server.queue_sse(llama_reply(FORMS["tagged"]))
-    server.queue_sse(llama_reply("Understood, I will not run it."))
     with serving(server):
         _, _, final = run_local(k, server, "--approve auto", "Deny")
     assert "[tool] run_code (denied) · recovered from the model's text" in final
     assert k.value("'llama_tagged' in globals()") == "False"
     assert ast.literal_eval(k.value(RESULTS)) == [("run_code", True, "Tool call denied by the user.")]
-    assert k.value("_pi.text") == "Understood, I will not run it."
+    assert k.value("_pi.text") == FORMS["tagged"]
+    chats = [r for r in server.requests if r.path.endswith("/chat/completions")]
+    assert len(chats) == 1  # the model is not asked again
 
 
 def test_a_code_first_run_asks_for_its_block_runs_it_in_the_kernel_and_answers(k: Kernel) -> None:

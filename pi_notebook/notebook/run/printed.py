@@ -11,6 +11,8 @@
   recovered from the model's text (JSON, ``<tool_call>`` tags, a ```python block in tools
   mode) asks on its card before anything else (``--recovered-calls ask``, the default),
   whatever the policy; approved, the gate still applies the policy (``deny`` still blocks).
+  Denied, it does not run and, when every call of the turn was, the run ends there: the
+  model's text is its answer (``should_stop_after_turn``), it is not asked again.
   With ``policy`` the gate alone decides, as for a call the model made; with ``off`` printed
   calls stay text.
 
@@ -29,8 +31,10 @@ from ...agent import AgentRunOptions
 from ...agent.printed_calls import PrintedCall
 from ...agent.printed_turns import RECOVERED_MARKS, printed_turns, recovered_mark
 from ...agent.tool_mode import ToolMode, resolve_tool_mode
-from ...agent.types import BeforeToolCallContext, BeforeToolCallResult, StreamFn
+from ...agent.tools import resolve
+from ...agent.types import BeforeToolCallContext, BeforeToolCallResult, StreamFn, TurnContext
 from ...ai.abort import AbortSignal
+from ...ai.types import ToolCall
 from ..config import DEFAULT_SYSTEM_PROMPT
 from .approval import ALWAYS_ASK, USER_DENIED, ApprovalGate
 from .unparsed import offer_line
@@ -101,11 +105,30 @@ class PrintedCalls:
         """What the model's server said it supports (``tools`` / ``code``), set before the run
         starts by whoever asked it; ``resolve_tool_mode`` weighs it after the user's choice and
         the model's ``toolMode``."""
+        self.denied: set[str] = set()
+        """Recovered calls the user denied on their cards."""
         self.left: list[PrintedCall] = []
         """Calls the model printed that stayed text (nobody could be asked)."""
 
     def apply(self, run: AgentRunOptions) -> AgentRunOptions:
-        return replace(run, wrap_stream=self.wrap, before_tool_call=self.before_tool_call)
+        own = run.should_stop_after_turn
+
+        async def should_stop_after_turn(ctx: TurnContext) -> bool:
+            stop = bool(own is not None and await resolve(own(ctx)))  # asked first: it counts turns
+            return self.left_alone(ctx) or stop
+
+        return replace(
+            run,
+            wrap_stream=self.wrap,
+            before_tool_call=self.before_tool_call,
+            should_stop_after_turn=should_stop_after_turn,
+        )
+
+    def left_alone(self, ctx: TurnContext) -> bool:
+        """Every call of the turn was recovered and the user denied it: the model's text is its
+        answer, and the run ends there (the model is not asked again)."""
+        calls = [block for block in ctx.message.content if isinstance(block, ToolCall)]
+        return bool(calls) and all(call.id in self.denied for call in calls)
 
     def resolve(self) -> ToolMode:
         """The run's mode (``resolve_tool_mode``), told once: the footer, a line when code
@@ -143,6 +166,7 @@ class PrintedCalls:
         recovered = recovered_mark(call) in RECOVERED_MARKS
         asks = self.recovered == "ask" and recovered and call.name not in ALWAYS_ASK
         if asks and not await self.gate.ask(call.id, offer_recovered(call.name), signal, call=call):
+            self.denied.add(call.id)
             return BeforeToolCallResult(block=True, reason=USER_DENIED)
         return await self.gate(ctx, signal)
 
