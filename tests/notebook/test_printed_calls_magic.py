@@ -188,3 +188,12 @@ def test_recovered_calls_off_leaves_the_text_alone(ip: Any, faux: FauxRegistrati
     _, captured = cell(ip, f"{MODEL} --approve auto --recovered-calls off", "set y")
     assert "printed_y" not in ip.user_ns
     assert "instead of making it" not in plain(captured)
+
+
+def test_code_mode_keeps_the_turn_limit(ip: Any, faux: FauxRegistration) -> None:
+    again = "```python\nturns_seen = globals().get('turns_seen', 0) + 1\n```"
+    faux.set_responses([again, again, again, "done"])
+    _, captured = cell(ip, f"{MODEL} --tool-mode code --approve auto --max-turns 2", "loop")
+    assert ip.user_ns["turns_seen"] == 2
+    assert "Stopped after 2 turns (--max-turns 2)." in plain(captured)
+    assert faux.get_pending_response_count() == 2
