@@ -29,6 +29,8 @@ from ..ai.levels import THINKING_LEVELS
 
 Policy: TypeAlias = Literal["ask", "auto", "deny"]
 POLICIES: tuple[Policy, ...] = ("ask", "auto", "deny")
+TOOL_MODES = ("auto", "tools", "code")
+RECOVERED_CALLS = ("ask", "policy", "off")
 
 DEFAULT_NAME = "default"
 MODEL_ENV = "PI_NOTEBOOK_MODEL"
@@ -125,6 +127,13 @@ OPTIONS: tuple[Option, ...] = (
     Option("--plan", "plan first with read-only tools; the plan runs after Run plan on its card\n"
            "(headless: the run stops after the plan)", kind="flag", trait="plan"),
     Option("--plan-run", "plan first, then run the plan without asking", kind="flag"),
+    Option("--tool-mode", "tools (the tool API) or code (Python in fenced blocks, each run as run_code);\n"
+           "code sends no tool schemas: for models without reliable tool calling;\n"
+           "auto: the model's toolMode in the models file, else tools", metavar="MODE", choices=TOOL_MODES,
+           trait="tool_mode"),
+    Option("--recovered-calls", "a call the model printed in its text: ask (on its card), policy, off;\n"
+           "policy: --approve decides, as for a call it made; off: it stays text", metavar="HOW",
+           choices=RECOVERED_CALLS, trait="recovered_calls"),
     Option("--max-turns", "stop after N model turns (0: no limit)", metavar="N", type=int, trait="max_turns"),
     Option("--temperature", "sampling temperature (0 to 2), e.g. 0 for reproducible answers", metavar="T",
            type=float, trait="temperature"),
@@ -191,6 +200,12 @@ class PiConfig(Configurable):
         "extension loads (or on the first %%pi)."
     ).tag(config=True)
     max_turns = Int(0, help=option_help("--max-turns")).tag(config=True)
+    tool_mode = CaselessStrEnum(list(TOOL_MODES), default_value="auto", help=option_help("--tool-mode")).tag(
+        config=True
+    )
+    recovered_calls = CaselessStrEnum(
+        list(RECOVERED_CALLS), default_value="ask", help=option_help("--recovered-calls")
+    ).tag(config=True)
     loop_guard = Int(
         3,
         help="Ask before the model's Nth identical tool call in a row runs (same tool, same "

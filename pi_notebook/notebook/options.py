@@ -78,6 +78,10 @@ class RunOptions:
         if max_turns is not None and max_turns < 1:
             raise UsageError(f"--max-turns must be a positive integer, got {max_turns}")
         self.max_turns: int | None = max_turns
+        self.tool_mode: str = ns.tool_mode or config.tool_mode
+        """``--tool-mode``: ``auto`` (the model's ``toolMode``, else tools), ``tools``, ``code``."""
+        self.recovered_calls: str = ns.recovered_calls or config.recovered_calls
+        """``--recovered-calls``: what a call printed in the model's text becomes."""
         temperature = ns.temperature if ns.temperature is not None else config.temperature
         if temperature is not None and not 0 <= temperature <= 2:
             raise UsageError(f"--temperature must be between 0 and 2, got {temperature}")
