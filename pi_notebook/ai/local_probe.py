@@ -22,7 +22,8 @@ endpoint:
 (at most the model's own ``max_tokens``), so no request asks for a ``max_tokens`` as large as
 the whole window.
 
-The same answers say whether the server will take tool calls (:func:`probe_tool_calls`):
+The same answers say whether the server will take tool calls (:func:`probe_tool_calls`, and
+:func:`probe_tool_mode` in the words of a run's tool mode):
 llama.cpp's ``/props`` has ``chat_template_caps`` (``supports_tools`` and
 ``supports_tool_calls`` of the chat template it runs, ``--jinja`` or a ``--chat-template-file``),
 Ollama's ``/api/show`` lists the model's ``capabilities`` (``"tools"`` among them or not). LM
@@ -54,10 +55,13 @@ __all__ = [
     "UNKNOWN",
     "ServerFacts",
     "clear_probe_cache",
+    "known_facts",
     "probe_context_window",
     "probe_server",
     "probe_tool_calls",
+    "probe_tool_mode",
     "probed_model",
+    "tool_mode_of",
     "with_window",
 ]
 
@@ -208,3 +212,21 @@ async def probed_model(model: Model, *, client: httpx.AsyncClient | None = None)
     """``model`` with the window its local server reports; unchanged when it reports none."""
     window = await probe_context_window(model, client=client)
     return model if window is None else with_window(model, window)
+
+
+def known_facts(model: Model) -> ServerFacts:
+    """What the last probe of ``model``'s server said, without asking again (``UNKNOWN``: it
+    was not asked, or did not answer)."""
+    return _cache.get((model.base_url, model.id), UNKNOWN)
+
+
+def tool_mode_of(facts: ServerFacts) -> str | None:
+    """What a server's answer means for a run's tool mode: ``"tools"`` (its chat template takes
+    tool calls), ``"code"`` (it does not: the model can only be asked for code), ``None`` (it
+    did not say)."""
+    return None if facts.tool_calls is None else "tools" if facts.tool_calls else "code"
+
+
+async def probe_tool_mode(model: Model, *, client: httpx.AsyncClient | None = None) -> str | None:
+    """``tool_mode_of`` what the server of ``model`` says (asked once; never raises)."""
+    return tool_mode_of(await probe_server(model, client=client))

@@ -96,10 +96,15 @@ def test_a_local_model_gets_the_tools_it_can_use_in_compact_form(ip: Any, local:
 def test_blocked_tools_are_not_sent_and_the_calls_still_validate(ip: Any, local: LoopbackServer) -> None:
     local.queue(json_reply(200, PROPS))
     local.queue_sse(chat_reply("Hi!"))
-    run(ip, "%%pi --model llama.cpp:tiny --approve ask\nHello")  # headless: ask became deny
+    _, captured = run(ip, "%%pi --model llama.cpp:tiny --approve ask\nHello")  # headless: ask became deny
     assert sorted(sent_tools(local.requests[-1].json)) == [
         "inspect_variable", "list_variables", "read_cells", "read_notebook"
     ]
+    assert (
+        "in full). Not sent: run_code, set_variable (this run's approval policy blocks them; "
+        "--approve auto allows them). Not sent: insert_cell, insert_cells, edit_cell, delete_cells, "
+        "run_cell (no open notebook in a headless run)."
+    ) in shown(captured)
 
 
 def test_a_system_prompt_the_user_set_is_kept(ip: Any, local: LoopbackServer) -> None:
@@ -160,6 +165,7 @@ def test_compact_schema_and_tool() -> None:
         "Prompt trimmed for a small context window: 1 tool, ~90 tokens of instructions and tool "
         "schemas (~1,200 in full)."
     )
+    assert trimmed_line(2, 90, 1200, {"why": ["a", "b"]}).endswith("in full). Not sent: a, b (why).")
 
 
 def test_the_trimmed_tools_still_run(ip: Any, local: LoopbackServer, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -78,10 +78,10 @@ _QUOTA = re.compile(r"quota|billing|balance|usage limit|\bplan\b", re.I)
 _UNREADABLE = ("Could not parse", "sent a response of an unexpected shape", "Unhandled stop reason")
 _CUT_SHORT = re.compile(r"ended (without|before)", re.I)
 UNPARSED_ADVICE = (
-    "Run the cell again, pass --tools none, or start llama-server with --jinja and the model's own "
-    "chat template (no --chat-template-file): a call the model then prints as text is offered on "
-    "its card. A template that drops the <tool_call> tags (qwen-notags.jinja) fails like this "
-    "whenever a small Qwen puts its call in a ```json fence (docs/providers.md, "
+    "Run the cell again, pass --tool-mode code or --tools none, or start llama-server with --jinja "
+    "and the model's own chat template (no --chat-template-file): a call the model then prints as "
+    "text is offered on its card. A template that drops the <tool_call> tags (qwen-notags.jinja) "
+    "fails like this whenever a small Qwen puts its call in a ```json fence (docs/providers.md, "
     "\"Tool calls with small local models\")."
 )
 """What to do about a tool call llama.cpp could not parse: the templates measured with

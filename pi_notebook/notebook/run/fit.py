@@ -17,7 +17,10 @@ run, through its ``AgentRunOptions`` only (the conversation's agent is not chang
 * a compact system prompt when the conversation has the default one (a prompt the user set
   is kept as it is).
 
-A run without tools (``--tools none``) is left as it is: its prompt is about a hundred tokens.
+A run without tools (``--tools none``) is left as it is: its prompt is about a hundred tokens;
+so is a code-mode run (``--tool-mode code``, the model's ``toolMode``, or a server whose chat
+template takes no tool calls: ``printed.py``), which sends no tool and a short prompt of its
+own.
 
 ``run_options`` (``requests.py``) is what the cell's options make of the run before that. The
 card says so in one line, with the tool count and the estimated size of the instructions
@@ -31,6 +34,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ...agent import AgentRunOptions, AgentTool
+from ...ai.local_probe import known_facts, tool_mode_of
 from ...ai.models import LOCAL_SERVERS
 from ...ai.types import Model, Tool
 from ...runtime.estimate import payload_tokens
@@ -59,6 +63,8 @@ COMPACT_SYSTEM_PROMPT = (
 )
 LIVE_DOCUMENT_TOOLS = frozenset({"insert_cell", "insert_cells", "edit_cell", "delete_cells", "run_cell"})
 """Tools that change the open notebook document: a headless run has none to change."""
+NO_NOTEBOOK = "no open notebook in a headless run"
+BLOCKED = "this run's approval policy blocks them; --approve auto allows them"
 DESCRIPTION_CHARS = 100
 PARAMETER_CHARS = 80
 _DROPPED_KEYS = frozenset({"title", "examples", "default", "minimum", "maximum"})
@@ -151,31 +157,52 @@ def _definition(tool: Tool) -> dict[str, Any]:
     return {"name": tool.name, "description": tool.description, "parameters": tool.parameters}
 
 
-def trimmed_line(tools: int, after: int, before: int) -> str:
-    """The card's line for a trimmed prompt."""
+def _code_mode(runner: Any, model: Model | None) -> bool:
+    """Tell the run's tool mode what the server said, and whether the run is in code mode."""
+    printed = getattr(runner, "printed", None)
+    if printed is None or model is None:
+        return False
+    printed.probed = tool_mode_of(known_facts(model))  # what the probe just heard: no request
+    return bool(printed.resolve() == "code")
+
+
+def trimmed_line(tools: int, after: int, before: int, left_out: dict[str, list[str]] | None = None) -> str:
+    """The card's line for a trimmed prompt; ``left_out``: why -> the tools not sent for it."""
     plural = "" if tools == 1 else "s"
+    why = "".join(f" Not sent: {', '.join(names)} ({reason})." for reason, names in (left_out or {}).items())
     return (
         f"Prompt trimmed for a small context window: {tools} tool{plural}, ~{after:,} tokens of "
-        f"instructions and tool schemas (~{before:,} in full)."
+        f"instructions and tool schemas (~{before:,} in full).{why}"
     )
 
 
-def usable(tools: list[AgentTool], *, headless: bool, blocked: frozenset[str]) -> list[AgentTool]:
-    """The tools this run can use (see the module docstring)."""
-    return [
-        t for t in tools
-        if t.name not in blocked and not (headless and t.name in LIVE_DOCUMENT_TOOLS)
-    ]
+def usable(
+    tools: list[AgentTool], *, headless: bool, blocked: frozenset[str]
+) -> tuple[list[AgentTool], dict[str, list[str]]]:
+    """The tools this run can use (see the module docstring), and why -> the others."""
+    kept: list[AgentTool] = []
+    left_out: dict[str, list[str]] = {}
+    for t in tools:
+        if headless and t.name in LIVE_DOCUMENT_TOOLS:
+            left_out.setdefault(NO_NOTEBOOK, []).append(t.name)
+        elif t.name in blocked:
+            left_out.setdefault(BLOCKED, []).append(t.name)
+        else:
+            kept.append(t)
+    return kept, left_out
 
 
 async def fit_run(runner: Any, run: AgentRunOptions) -> AgentRunOptions:
-    """Ask a local server for its model's window (``probe_local_server``), then, for a small
-    model, ``run`` with only the tools it can use, compact schemas and a compact system prompt,
-    and a line on the card saying so. ``runner`` is the cell's ``CellRun``: its session,
-    plan and view are read, nothing of the agent is written."""
+    """Ask a local server about its model (``probe_local_server``: the window; whether its
+    template takes tool calls, which the run's tool mode weighs), then, for a small model in
+    tools mode, ``run`` with only the tools it can use, compact schemas and a compact system
+    prompt, and a line on the card saying so. ``runner`` is the cell's ``PiRun``: its session,
+    plan, view and tool mode (``printed``) are read, nothing of the agent is written."""
     session = runner.session
     await probe_local_server(session)
     model = session.model
+    if _code_mode(runner, model):  # code mode sends no tool and a short prompt of its own
+        return run
     tools = list(run.tools if run.tools is not None else session.state.tools)
     if model is None or not is_small(model) or not tools:  # no tools: a prompt of ~100 tokens
         return run
@@ -183,10 +210,11 @@ async def fit_run(runner: Any, run: AgentRunOptions) -> AgentRunOptions:
     own_prompt = session.state.system_prompt
     prompt = run.system_prompt if run.system_prompt is not None else own_prompt
     blocked = frozenset(plan.gated) if plan.approval.policy == "deny" else frozenset()
-    kept = [compact_tool(t) for t in usable(tools, headless=plan.mode.headless.headless, blocked=blocked)]
+    can_use, left_out = usable(tools, headless=plan.mode.headless.headless, blocked=blocked)
+    kept = [compact_tool(t) for t in can_use]
     short = COMPACT_SYSTEM_PROMPT if prompt == DEFAULT_SYSTEM_PROMPT else prompt
     before, after = _sent(prompt, tools), _sent(short, kept)
     if after >= before:
         return run
-    runner.view.add_notice(trimmed_line(len(kept), after, before), "prompt-trimmed")
+    runner.view.add_notice(trimmed_line(len(kept), after, before, left_out), "prompt-trimmed")
     return replace(run, tools=kept, system_prompt=short)
