@@ -35,16 +35,20 @@ condition, then task 2, ... so that other processes' load hits every condition a
 
     %%pi --model llama.cpp:local --new --approve auto --temperature 0 --max-turns 5 \\
          --timeout 90 --code-timeout 30 FLAGS
-    Question: ... Constraints: ... Answer format: ... The data is in the CSV file NAME in the
-    current directory. ...
+    Question: ... Constraints: ... The data is in NAME (current directory). Write Python code
+    that loads it with pandas and prints the answer. After the code has run, give the answer in
+    this format: ...
 
 ``--approve auto`` allows ``run_code`` (the benchmark's stand-in for clicking Approve). A task
+round (a task in every condition) starts only within ``--wall-budget`` seconds of the
+first, so the whole run stays bounded (fewer tasks rather than an unfinished run). A task
 that is still running after ``--task-timeout`` seconds is interrupted (the kernel's interrupt,
 as a user would); one that does not end 20 s after that restarts its kernel and counts as
 hung.
 
-**Recorded per task** (a JSON line each): ``ran`` (the model's code ran: ``len(_pi.code)``,
-successful ``run_code`` calls), ``format`` (the final answer holds every ``@name[value]`` the
+**Recorded per task** (a JSON line each): ``ran`` (the model's code ran: a ``run_code``
+result in the run, ``code_runs`` of them; ``code_ok``: those that succeeded, ``_pi.code``),
+``format`` (the final answer holds every ``@name[value]`` the
 label has), ``correct`` (every value matches the label: numbers equal at the label's
 precision, text equal ignoring case and spaces), seconds, the 1-minute load average before
 and after, the stop reason, the run's error and the answer's text.
@@ -75,8 +79,12 @@ FLAGS = (
 ANSWER = re.compile(r"@(\w+)\[(.*?)\]")
 RESULT = (
     "__import__('json').dumps(None if _pi is None else dict(text=_pi.text, code=len(_pi.code), "
+    "runs=sum(getattr(m, 'role', '') == 'toolResult' and m.tool_name == 'run_code' "
+    "for m in _pi.messages), "
     "stop=_pi.stop_reason, error=_pi.error_message, turns=_pi.turns))"
 )
+"""What ``_pi`` says of the run: its answer, the ``run_code`` calls that ran (``runs``: every
+result, errors included; ``code``: the ones that succeeded), how it ended."""
 
 
 @dataclass
@@ -95,11 +103,14 @@ def parse_condition(text: str) -> Condition:
 
 
 def prompt_for(task: dict[str, Any]) -> str:
+    """The same prompt in every condition: the task's question and constraints, that the answer
+    comes from running code on the file, and the answer format (asked for after the code: put
+    first, it made the 0.5B model answer at once, without code, in a pilot of 3 tasks)."""
     return (
         f"Question: {task['question']}\nConstraints: {task['constraints']}\n"
-        f"Answer format: {task['format']}\n"
-        f"The data is in the CSV file {task['file_name']} in the current directory. Load it with "
-        "pandas and compute the answer; end with the answer in the answer format."
+        f"The data is in {task['file_name']} (current directory). Write Python code that loads it "
+        "with pandas and prints the answer. After the code has run, give the answer in this "
+        f"format: {task['format']}"
     )
 
 
@@ -131,7 +142,8 @@ def stop(condition: Condition) -> None:
 
 def execute(kc: Any, code: str, timeout: float, expressions: dict[str, str] | None = None) -> Any:
     """The execute reply of ``code``, or ``None`` when it did not come in ``timeout`` seconds."""
-    msg_id = kc.execute(code, user_expressions=expressions or {})
+    # stop_on_error off: a cell that fails (a headless run raises) must not abort the next request
+    msg_id = kc.execute(code, user_expressions=expressions or {}, stop_on_error=False)
     deadline = time.monotonic() + timeout
     while (left := deadline - time.monotonic()) > 0:
         try:
@@ -183,14 +195,15 @@ def run_task(
         start(condition, tables, root)
     else:
         answer = execute(kc, "pass", 30, {"r": RESULT})
-        data = answer["content"]["user_expressions"]["r"] if answer else {}
+        data = (answer["content"].get("user_expressions") or {}).get("r", {}) if answer else {}
         if data.get("status") == "ok":
             result = json.loads(ast.literal_eval(data["data"]["text/plain"]))
     result = result or {}
     fmt, correct = score(result.get("text", ""), task["label"])
     return {
-        "condition": condition.name, "id": task["id"], "ran": result.get("code", 0) > 0,
-        "code_runs": result.get("code", 0), "format": fmt, "correct": correct,
+        "condition": condition.name, "id": task["id"], "ran": result.get("runs", 0) > 0,
+        "code_runs": result.get("runs", 0), "code_ok": result.get("code", 0), "format": fmt,
+        "correct": correct,
         "seconds": round(seconds, 1), "load_before": round(load_before, 2),
         "load_after": round(os.getloadavg()[0], 2), "interrupted": interrupted, "hung": hung,
         "turns": result.get("turns"), "stop": result.get("stop"), "error": result.get("error"),
@@ -207,15 +220,18 @@ def load_tasks(data: Path, ids: list[int]) -> list[dict[str, Any]]:
 
 def summary(rows: list[dict[str, Any]]) -> str:
     lines = [
-        "| condition | tasks | code ran | answer format | correct | median s | mean s | load 1m | hung |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| condition | tasks | code ran | code ran without error | answer format | correct | median s "
+        "| mean s | load 1m | hung |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for name in dict.fromkeys(r["condition"] for r in rows):
         mine = [r for r in rows if r["condition"] == name]
         secs = sorted(r["seconds"] for r in mine)
         loads = [r["load_before"] for r in mine] + [r["load_after"] for r in mine]
         lines.append(
-            f"| {name} | {len(mine)} | {sum(r['ran'] for r in mine)} | {sum(r['format'] for r in mine)} | "
+            f"| {name} | {len(mine)} | {sum(r['ran'] for r in mine)} | "
+            f"{sum(r['code_ok'] > 0 for r in mine)} | "
+            f"{sum(r['format'] for r in mine)} | "
             f"{sum(r['correct'] for r in mine)} | {secs[len(secs) // 2]:.0f} | {sum(secs) / len(secs):.0f} | "
             f"{min(loads):.1f}-{max(loads):.1f} | {sum(r['hung'] for r in mine)} |"
         )
@@ -229,6 +245,7 @@ def main() -> None:
     parser.add_argument("--tasks", default=",".join(map(str, TASKS)))
     parser.add_argument("--task-timeout", type=float, default=150)
     parser.add_argument("--out", type=Path, default=Path("dabench-results.jsonl"))
+    parser.add_argument("--wall-budget", type=float, default=1500, help="no task starts after this many s")
     args = parser.parse_args()
     tasks = load_tasks(args.data, [int(i) for i in args.tasks.split(",")])
     tables = (args.data / "da-dev-tables").resolve()
@@ -238,8 +255,12 @@ def main() -> None:
         try:
             for condition in args.condition:
                 start(condition, tables, root)
+            began = time.monotonic()
             with args.out.open("a") as out:
                 for task in tasks:
+                    if time.monotonic() - began > args.wall_budget:
+                        print(f"wall budget reached: stopped before task {task['id']}", file=sys.stderr)
+                        break
                     for condition in args.condition:
                         row = run_task(condition, task, args.task_timeout, tables, root)
                         rows.append(row)
