@@ -29,20 +29,26 @@ __all__ = [
 
 RUN_ROWS = tuple(option for option in OPTIONS if option.applies != "kernel")
 """The rows of ``OPTIONS`` that give each run a value."""
+_RUN_PLAN = tuple(
+    (option, option.name, option.dest if option.flag else None, option.kind == "flag",
+     option.trait is not None and option.applies == "run", option.run_default)
+    for option in RUN_ROWS
+)  # fmt: skip
+"""Per row, worked out once: where its value comes from (``run_values`` runs for every cell)."""
 
 
 def run_values(ns: argparse.Namespace, config: PiConfig) -> dict[str, Any]:
     """A value for each of ``RUN_ROWS``: the cell's (parsed and checked), else the trait's when
     the row's trait applies to runs, else the row's default."""
     values: dict[str, Any] = {}
-    for option in RUN_ROWS:
-        given = getattr(ns, option.dest) if option.flag else None
-        if given is not None and (given or option.kind != "flag"):  # a flag not given is False
-            values[option.name] = option.cell_value(given)
-        elif option.trait is not None and option.applies == "run":
-            values[option.name] = getattr(config, option.name)
+    for option, name, dest, is_flag, from_trait, default in _RUN_PLAN:
+        given = getattr(ns, dest) if dest is not None else None
+        if given is not None and (given or not is_flag):  # a flag not given is False
+            values[name] = option.cell_value(given)
+        elif from_trait:
+            values[name] = getattr(config, name)
         else:
-            values[option.name] = option.run_default
+            values[name] = default
     return values
 
 

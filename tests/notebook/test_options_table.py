@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
+import subprocess
+import sys
 import types
 import typing
 from pathlib import Path
@@ -237,3 +239,52 @@ def test_the_reference_is_the_table() -> None:
 def test_a_bad_row_fails_when_it_is_made(row: Any, problem: str) -> None:
     with pytest.raises(ValueError, match=problem):
         row()
+
+
+NEW_ROWS = '''
+    Option("--tool-mode", "how tools are offered: native|text", metavar="MODE", choices=("native", "text"),
+           trait="tool_mode", default="native"),
+    Option(None, "Offer a Fix button under an error.", trait="error_actions", type=bool, default=True,
+           applies="kernel"),
+'''
+PROBE = """
+import sys, importlib.util
+path = sys.argv[1]
+source = open(path, encoding="utf-8").read()
+end = source.index(")  # fmt: skip\\nOPTION = ")
+source = source[:end] + sys.argv[2] + source[end:]
+spec = importlib.util.spec_from_file_location("pi_notebook.notebook.config", path)
+module = importlib.util.module_from_spec(spec)
+sys.modules[spec.name] = module
+exec(compile(source, path, "exec"), module.__dict__)
+from pi_notebook.notebook.config import PARSER, PiConfig, options_help
+from pi_notebook.notebook.magics import PiMagics
+from pi_notebook.notebook.options import parse_options
+traits = PiMagics.class_traits(config=True)
+assert traits["tool_mode"].default() == "native", traits
+assert traits["error_actions"].default() is True
+assert "--tool-mode MODE" in options_help() and "--tool-mode" in PiMagics.pi_cell.__doc__
+config = PiConfig(tool_mode="text")
+assert parse_options("", config).tool_mode == "text"
+assert parse_options("--tool-mode native", config).tool_mode == "native"
+assert not hasattr(parse_options("", config), "error_actions")
+try:
+    config.tool_mode = "tags"
+except Exception as exc:
+    assert str(exc).startswith("PiMagics.tool_mode must be one of native, text"), exc
+else:
+    raise AssertionError("a bad value was kept")
+print("ok")
+"""
+
+
+def test_a_new_row_is_all_a_new_option_needs() -> None:
+    """Two rows added to the table (as a new ``--tool-mode`` option and a kernel-wide trait
+    would be) make the trait, the parser's option, the ``%pi help`` line, the check and the run's
+    value, with nothing else written."""
+    config = ROOT / "pi_notebook" / "notebook" / "config.py"
+    result = subprocess.run(
+        [sys.executable, "-c", PROBE, str(config), NEW_ROWS],
+        capture_output=True, text=True, timeout=120, check=False, cwd=ROOT,
+    )  # fmt: skip
+    assert result.stdout.strip() == "ok", result.stderr[-2000:]
