@@ -215,10 +215,14 @@ def test_the_reference_is_the_table() -> None:
         assert row.endswith(f"| {gen.cell(option.help)} |"), option.flag
         default = f"`c.PiMagics.{option.name}`" if option.trait else gen.option_default(option)
         assert f"| {default} |" in row, option.flag
+        if option.kind == "value" and option.value_type is not str:
+            assert f"({option.value_type.__name__}) |" in row, option.flag  # the type
     trait_rows = text.split("## Configuration traits")[1].split("\n## ")[0].splitlines()
     for name, option in TRAITS.items():
         [row] = [r for r in trait_rows if r.startswith(f"| `{name}` |")]
         assert row.endswith(f"| {gen.cell(option.trait_help)} |"), name
+        kind = (Choice if option.choices else TRAIT_CLASSES[option.value_type]).__name__
+        assert row.startswith(f"| `{name}` | {kind}"), name  # the type
         if len(repr(option.default)) <= gen.LONG_DEFAULT:
             assert f"| {gen.code(repr(option.default)) if option.default is not None else '`None`'} |" in row
     assert options_help() in text
