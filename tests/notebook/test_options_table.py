@@ -28,8 +28,9 @@ from pi_notebook.notebook.options import RUN_ROWS, RunOptions, parse_options
 ROOT = Path(__file__).resolve().parents[2]
 TRAITS = {option.name: option for option in OPTIONS if option.trait}
 TRAIT_CLASSES = {str: Unicode, int: Int, float: Float, bool: Bool, dict: Dict}
-SAMPLE_TEXT = {"tools": "read", "model": "faux:faux-1", "approve": "auto", "name": "other"}
-"""A valid value for the rows whose checks want a particular one; others get one by type."""
+SAMPLE_TEXT = {"tools": "read", "model": "openai:gpt-4o-mini", "approve": "auto", "name": "other"}
+"""A valid value for the rows whose checks want a particular one; others get one by type. (A
+catalogue model: ``faux:faux-1`` would register the faux stand-in, which other tests must not see.)"""
 
 
 def _actions() -> dict[str, argparse.Action]:
