@@ -386,7 +386,7 @@ class Agent:
                 self._loop_config(run=run),
                 lambda event: self._process_event(active, event),
                 active.controller.signal,
-                self.stream_fn,
+                self.stream_fn if run is None else run.stream_fn(self.stream_fn),
             )
 
         await self._await_run(self._start_run(continuation))
@@ -405,7 +405,7 @@ class Agent:
                 self._loop_config(skip_initial_steering_poll, run=run),
                 lambda event: self._process_event(active, event),
                 active.controller.signal,
-                self.stream_fn,
+                self.stream_fn if run is None else run.stream_fn(self.stream_fn),
             )
 
         await self._await_run(self._start_run(execute))

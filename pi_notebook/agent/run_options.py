@@ -15,6 +15,8 @@ settings add to them:
 * ``should_stop_after_turn``: asked first; the agent's own hook is asked when it says go on.
 * ``on_payload``: applied after the agent's own, to the payload that one returned.
 * ``temperature``, ``timeout_ms``, ``max_tokens``: the stream options of every request of the run.
+* ``wrap_stream``: makes the run's stream function from the agent's (``printed_turns``: calls
+  the model printed in its text, code-first mode); the agent's own is not replaced.
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ from .types import (
     BeforeToolCallContext,
     BeforeToolCallHook,
     BeforeToolCallResult,
+    StreamFn,
     TransformContext,
     TurnContext,
 )
@@ -58,6 +61,11 @@ class AgentRunOptions:
     temperature: float | None = None
     timeout_ms: int | None = None
     max_tokens: int | None = None
+    wrap_stream: Callable[[StreamFn], StreamFn] | None = None
+
+    def stream_fn(self, own: StreamFn) -> StreamFn:
+        """The run's stream function: the agent's ``own``, wrapped when the run says so."""
+        return own if self.wrap_stream is None else self.wrap_stream(own)
 
     def apply(self, config: AgentLoopConfig) -> AgentLoopConfig:
         """``config`` (the agent's loop config for this run) with this run's settings added."""

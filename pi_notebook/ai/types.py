@@ -251,6 +251,10 @@ class Model(PiModel):
     max_tokens: int = 16_384
     headers: dict[str, str] | None = None
     compat: dict[str, Any] | None = None
+    tool_mode: Literal["auto", "tools", "code"] | None = None
+    """``toolMode`` in a models file (pi_notebook's own key; Pi's readers ignore it): ``code``
+    runs the model code-first (Python in fenced blocks, no tool schemas), ``tools`` through
+    the tool API; see ``agent.tool_mode.resolve_tool_mode``."""
 
 
 class Context(PiModel):

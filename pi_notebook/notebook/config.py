@@ -47,6 +47,8 @@ if TYPE_CHECKING:
 
 Policy: TypeAlias = Literal["ask", "auto", "deny"]
 POLICIES: tuple[Policy, ...] = ("ask", "auto", "deny")
+TOOL_MODES = ("auto", "tools", "code")
+RECOVERED_CALLS = ("ask", "policy", "off")
 
 DEFAULT_NAME = "default"
 MODEL_ENV = "PI_NOTEBOOK_MODEL"
@@ -341,6 +343,13 @@ OPTIONS: tuple[Option, ...] = (
     Option("--plan", "plan first with read-only tools; the plan runs after Run plan on its card\n"
            "(headless: the run stops after the plan)", kind="flag", trait="plan"),
     Option("--plan-run", "plan first, then run the plan without asking", kind="flag"),
+    Option("--tool-mode", "tools (the tool API) or code (Python in fenced blocks, each run as run_code);\n"
+           "code sends no tool schemas: for models without reliable tool calling;\n"
+           "auto: the model's toolMode in the models file, else tools", metavar="MODE", choices=TOOL_MODES,
+           trait="tool_mode", default="auto"),
+    Option("--recovered-calls", "a call the model printed in its text: ask (on its card), policy, off;\n"
+           "policy: --approve decides, as for a call it made; off: it stays text", metavar="HOW",
+           choices=RECOVERED_CALLS, trait="recovered_calls", default="ask"),
     Option("--max-turns", "stop after N model turns (0: no limit)", metavar="N", type=int, trait="max_turns",
            default=0, check=_at_least_0),
     Option("--temperature", "sampling temperature (0 to 2), e.g. 0 for reproducible answers\n"
@@ -437,6 +446,8 @@ class PiConfig(Configurable):
     text: bool
     plan: bool
     max_turns: int
+    tool_mode: str
+    recovered_calls: str
     temperature: float | None
     timeout: float
     code_timeout: float

@@ -73,6 +73,10 @@ class RunOptions:
     plan_run: bool
     """``--plan-run``: run the plan as soon as it is made, without asking."""
     max_turns: int
+    tool_mode: str
+    """``--tool-mode``: ``auto`` (the model's ``toolMode``, else tools), ``tools``, ``code``."""
+    recovered_calls: str
+    """``--recovered-calls``: what a call printed in the model's text becomes."""
     temperature: float | None
     seed: int | None
     timeout: float

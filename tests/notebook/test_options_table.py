@@ -247,9 +247,9 @@ def test_a_bad_row_fails_when_it_is_made(row: Any, problem: str) -> None:
 
 
 NEW_ROWS = '''
-    Option("--tool-mode", "how tools are offered: native|text", metavar="MODE", choices=("native", "text"),
-           trait="tool_mode", default="native"),
-    Option(None, "Offer a Fix button under an error.", trait="error_actions", type=bool, default=True,
+    Option("--answer-style", "how answers are written: native|text", metavar="MODE", choices=("native", "text"),
+           trait="answer_style", default="native"),
+    Option(None, "Show timings under each answer.", trait="show_timings", type=bool, default=True,
            applies="kernel"),
 '''
 PROBE = """
@@ -266,17 +266,17 @@ from pi_notebook.notebook.config import PARSER, PiConfig, options_help
 from pi_notebook.notebook.magics import PiMagics
 from pi_notebook.notebook.options import parse_options
 traits = PiMagics.class_traits(config=True)
-assert traits["tool_mode"].default() == "native", traits
-assert traits["error_actions"].default() is True
-assert "--tool-mode MODE" in options_help() and "--tool-mode" in PiMagics.pi_cell.__doc__
-config = PiConfig(tool_mode="text")
-assert parse_options("", config).tool_mode == "text"
-assert parse_options("--tool-mode native", config).tool_mode == "native"
-assert not hasattr(parse_options("", config), "error_actions")
+assert traits["answer_style"].default() == "native", traits
+assert traits["show_timings"].default() is True
+assert "--answer-style MODE" in options_help() and "--answer-style" in PiMagics.pi_cell.__doc__
+config = PiConfig(answer_style="text")
+assert parse_options("", config).answer_style == "text"
+assert parse_options("--answer-style native", config).answer_style == "native"
+assert not hasattr(parse_options("", config), "show_timings")
 try:
-    config.tool_mode = "tags"
+    config.answer_style = "tags"
 except Exception as exc:
-    assert str(exc).startswith("PiMagics.tool_mode must be one of native, text"), exc
+    assert str(exc).startswith("PiMagics.answer_style must be one of native, text"), exc
 else:
     raise AssertionError("a bad value was kept")
 print("ok")
@@ -284,7 +284,7 @@ print("ok")
 
 
 def test_a_new_row_is_all_a_new_option_needs() -> None:
-    """Two rows added to the table (as a new ``--tool-mode`` option and a kernel-wide trait
+    """Two rows added to the table (as a new ``--answer-style`` option and a kernel-wide trait
     would be) make the trait, the parser's option, the ``%pi help`` line, the check and the run's
     value, with nothing else written."""
     config = ROOT / "pi_notebook" / "notebook" / "config.py"

@@ -45,7 +45,7 @@ from IPython.display import display as _untyped_display
 from ...agent.types import AgentToolResult, ToolExecutionUpdateEvent, TurnContext
 from ...ai.abort import ABORT_MESSAGE, AbortSignal
 from ...ai.failures import RequestFailure, failure_of
-from ...ai.types import AssistantMessage, TextContent
+from ...ai.types import TextContent
 from ...runtime import AgentSession
 from ..host.compat import cell_running, get_kernel, inactive_controls_reason, install_comm_ack
 from ..host.interrupts import MainThreadBridge, watch_sigint
@@ -58,7 +58,6 @@ from ..sessions.replay import continue_after, play, replayed_notice
 from ..state import NotebookState, state_for
 from ..tools.declare import Dispatch, run_here
 from ..tools.notebook_tools import is_notebook_tool, select_mcp_tools
-from ..view.notices import rerun_turn
 from ..view.reduce import explain
 from ..view.render import render_text
 from ..view.run_view import RunView, StaticView
@@ -70,11 +69,12 @@ from .extension_ui import CellUI
 from .loop_guard import LoopGuard
 from .plan import RunPlan, plan_run, prepare_conversation, strip_markers
 from .planning import Plan, ask_plan, asking_for_plan, carry_out, execution_prompt, note_plan, plan_mode
+from .printed import PrintedCalls, printed_calls_of
 from .reattach import attach, shows_run
 from .reload import PageWatch
 from .requests import probe_local_server, run_options
 from .trust import ask_trust
-from .unparsed import offer_unparsed, repaired, retry_in_place, unparsed_calls
+from .unparsed import offer_unparsed_calls, retry_in_place
 
 __all__ = ["PiRun", "prepare_run", "run_pi", "run_pi_sync"]
 
@@ -126,6 +126,7 @@ class PiRun:
         """Tools of this run only: ``plan_step`` while a plan runs (``planning.py``)."""
         self.proposed: Plan | None = None
         """The plan a ``--plan`` run's answer proposes (``note_plan``)."""
+        self.printed: PrintedCalls | None = None  # the run's tool mode, once it starts
 
     # --- before the run (main thread) ---------------------------------------------------------
 
@@ -218,8 +219,9 @@ class PiRun:
         mcp = [] if options.no_tools or options.plan else mcp
         every = own + tools.build(options.tool_names) + mcp + self.extra_tools
         gate = self._gate()
-        run = run_options(
-            options, tools=every, before_tool_call=gate, should_stop_after_turn=self._after_turn
+        self.printed = printed_calls_of(self, gate, every)  # --tool-mode, --recovered-calls
+        run = self.printed.apply(
+            run_options(options, tools=every, before_tool_call=gate, should_stop_after_turn=self._after_turn)
         )
         self.session.settings = self.plan.settings
         self.session.budget = self.plan.conversation_budget
@@ -238,7 +240,7 @@ class PiRun:
                 await self.session.prompt(  # --tools none: not the skills' read tool either
                     self.plan.message, run=run, budget=self.plan.budget, skills=not options.no_tools
                 )
-                await self._offer_unparsed(gate, run)
+                await offer_unparsed_calls(self, gate, run)
         except asyncio.CancelledError:
             self.interrupted = True
         finally:
@@ -247,28 +249,6 @@ class PiRun:
             self.finished = True
             for stop in unsubscribe:
                 stop()
-
-    async def _offer_unparsed(self, gate: ApprovalGate, run: Any) -> None:
-        """The run ended in the server's parse error after complete tool calls: where someone
-        can click, each card asks (Approve runs the call, through the run's policy); the
-        approved calls then run in the agent's loop as the turn's own, and the model goes on."""
-        messages = self.agent.state.messages
-        failed = messages[-1] if messages and self.plan.mode.can_ask else None
-        calls = unparsed_calls(failed)
-        if not isinstance(failed, AssistantMessage) or not calls or self.aborted:
-            return
-        chosen = []
-        for call in calls:
-            self._note_approval(call.id, offer_unparsed(call.name))
-            if await self.view.request_approval(call.id):
-                chosen.append(call)
-            self._note_approval(call.id, "")
-        if not chosen or self.aborted:
-            return
-        gate.approve(chosen)  # the click was the approval of these exact calls
-        self.session.truncate(len(messages) - 1)  # the failed turn stays in the session file
-        rerun_turn(self.view.state)
-        await self.session.continue_with(repaired(failed, chosen), run)
 
     def _hears_comms(self) -> bool:
         """The kernel handles comm messages while this cell awaits, so the notebook bridge can

@@ -23,9 +23,18 @@ from ...runtime import AgentSession
 from ...session import SessionManager
 from ...session.entries import CustomEntry, MessageEntry
 from ..tools.previews import approval_labels
+from ..view.notices import rerun_turn
+from .approval import ApprovalGate
 from .errors import is_unparsed_tool_call
 
-__all__ = ["offer_unparsed", "repaired", "retry_in_place", "unparsed_calls"]
+__all__ = [
+    "offer_line",
+    "offer_unparsed",
+    "offer_unparsed_calls",
+    "repaired",
+    "retry_in_place",
+    "unparsed_calls",
+]
 
 
 def unparsed_calls(message: Any) -> list[ToolCall]:
@@ -96,10 +105,36 @@ def _rewind(manager: SessionManager, prompt: Any, run_entry: str) -> None:
         manager.branch(parent)
 
 
-def offer_unparsed(name: str) -> str:
-    """The card's line for a call the server could not finish parsing, in its buttons' words."""
+def offer_line(name: str, why: str) -> str:
+    """The card's line for a call the model meant but did not make through the API (``why``),
+    in its buttons' words: a call the server could not finish parsing, one printed in text."""
     yes, no = approval_labels(name)
-    return (
-        "not executed: the server could not parse the model's output after this call. "
-        f"{yes} runs it (the model then gets its result), {no} leaves it."
-    )
+    return f"{why}. {yes} runs it (the model then gets its result), {no} leaves it."
+
+
+def offer_unparsed(name: str) -> str:
+    """The card's line for a call the server could not finish parsing."""
+    return offer_line(name, "not executed: the server could not parse the model's output after this call")
+
+
+async def offer_unparsed_calls(run: Any, gate: ApprovalGate, options: Any) -> None:
+    """The run (a ``PiRun``) ended in the server's parse error after complete tool calls:
+    where someone can click, each card asks (Approve runs the call, through the run's policy);
+    the approved calls then run in the agent's loop as the turn's own, and the model goes on."""
+    messages = run.agent.state.messages
+    failed = messages[-1] if messages and run.plan.mode.can_ask else None
+    calls = unparsed_calls(failed)
+    if not isinstance(failed, AssistantMessage) or not calls or run.aborted:
+        return
+    chosen = []
+    for call in calls:
+        run._note_approval(call.id, offer_unparsed(call.name))
+        if await run.view.request_approval(call.id):
+            chosen.append(call)
+        run._note_approval(call.id, "")
+    if not chosen or run.aborted:
+        return
+    gate.approve(chosen)  # the click was the approval of these exact calls
+    run.session.truncate(len(messages) - 1)  # the failed turn stays in the session file
+    rerun_turn(run.view.state)
+    await run.session.continue_with(repaired(failed, chosen), options)

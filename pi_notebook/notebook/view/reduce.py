@@ -20,6 +20,7 @@ import json
 from collections.abc import Callable
 from typing import Any, TypeVar
 
+from ...agent.printed_turns import RECOVERED_MARKS, recovered_mark
 from ...agent.types import (
     AgentEndEvent,
     AgentEvent,
@@ -97,6 +98,10 @@ def content_to_text(content: Any) -> str:
         elif kind == "image":
             pieces.append(f"[image: {getattr(block, 'mime_type', 'image')}]")
     return "\n".join(pieces)
+
+
+RECOVERED_NOTE = "recovered from the model's text"
+"""The card's note on a call the model printed in its text (``agent/printed_turns.py``)."""
 
 
 def _touch(state: ViewState, item: Item) -> None:
@@ -351,6 +356,8 @@ def _reconcile_block(state: ViewState, index: int, block: Any) -> None:
         _adopt_identity(state, card, block.id, block.name)
         if card.args is None:
             card.args = block.arguments
+        if recovered_mark(block) in RECOVERED_MARKS:
+            card.recovered = RECOVERED_NOTE
         _touch(state, card)
 
 

@@ -110,6 +110,9 @@ class ToolCard:
     same_as: str = ""
     """An identical earlier call of the run and how it ended: "same as call 2, which failed"."""
     granted: str = ""
+    recovered: str = ""
+    """The model printed this call in its text and it was read from there ("recovered from the
+    model's text"), "": the model called the tool."""
     """Why it ran without asking: "allowed for this conversation" (a grant)."""
     grant_offer: str = ""
     """The "Allow for this conversation" button's label while it waits ("": not offered)."""
@@ -160,6 +163,8 @@ class Footer:
     elapsed: float = 0.0
     """Seconds. Set by the live adapter from its clock; otherwise derived from message timestamps."""
     model: str = ""
+    tool_mode: str = ""
+    """How the model ran tools when not through the API ("code": Python in fenced blocks)."""
 
 
 @dataclass

@@ -228,6 +228,8 @@ def footer_text(footer: Footer, activity: str = "") -> str:
     parts = [turns, tokens, f"${footer.cost:.4f}", f"{footer.elapsed:.1f} s"]
     if footer.model:
         parts.append(footer.model)
+    if footer.tool_mode:
+        parts.append(f"tool mode: {footer.tool_mode}")
     if activity:
         parts.append(activity)
     return " · ".join(parts)
@@ -276,8 +278,9 @@ def _indent(text: str, prefix: str = "    ") -> str:
 
 
 def tool_notes(card: ToolCard) -> list[str]:
-    """What the card's head says beside its status: a repeat of an earlier call, a grant."""
-    return [note for note in (card.same_as, card.granted) if note]
+    """What the card's head says beside its status: read from the model's text, a repeat of
+    an earlier call, a grant."""
+    return [note for note in (card.recovered, card.same_as, card.granted) if note]
 
 
 def _tool_text(card: ToolCard) -> str:
