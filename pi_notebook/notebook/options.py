@@ -1,111 +1,119 @@
-"""``RunOptions``, the validated options of one ``%%pi`` cell, parsed from its line with the
-defaults of ``PiConfig`` (``config.py``) applied; and model specs (``--model``, ``%pi model``,
-``c.PiMagics.model``) resolved to models. Options given on a cell override the defaults for
-that cell; ``--model``, ``--thinking`` and ``--system`` also stay in effect for the
-conversation's later cells. Bad options raise a one-line ``UsageError``.
+"""``RunOptions``, the validated options of one ``%%pi`` cell: a value for each run option of
+the table (``config.OPTIONS``), the cell's or its ``PiConfig`` trait's, and what the run works
+out from them (the tools, the budget, the ``run_code`` limit). Options given on a cell override
+the defaults for that cell; ``--model``, ``--thinking`` and ``--system`` also stay in effect for
+the conversation's later cells. Bad options raise a one-line ``UsageError``. (``model_option``
+and ``resolve_model``, from ``run/faux_stand_in.py``, turn model specs into models.)
 """
 
 from __future__ import annotations
 
 import argparse
 import difflib
-import math
 import shlex
-from collections.abc import Iterable
-from typing import cast
+from collections.abc import Iterable, Mapping
+from typing import Any, cast
 
 from IPython.core.error import UsageError
 
-from ..ai.models import resolve_model as catalogue_resolve_model
 from ..ai.types import Model
 from ..runtime import Budget
-from .config import DEFAULT_NAME, PARSER, REPLAY_ENV, PiConfig, Policy, env_flag
-from .run.faux_stand_in import FAUX_PROVIDER, stand_in_model
+from .config import OPTIONS, PARSER, REPLAY_ENV, PiConfig, Policy, env_flag
+from .run.faux_stand_in import model_option, resolve_model
 from .tools.notebook_tools import mcp_tool_patterns, parse_tools_spec
 
-
-def resolve_model(spec: str) -> Model:
-    """``provider:id`` (or a unique bare id) -> a ``Model``; local servers such as
-    ``ollama:llama3.2`` resolve without registration, and ``faux:<id>`` without a registered
-    faux provider is the honest stand-in (``run/faux_stand_in.py``). Raises ``ValueError`` with a
-    one-line reason."""
-    try:
-        return catalogue_resolve_model(spec)
-    except KeyError as exc:  # ModelNotFoundError: its str() is already a clean sentence
-        provider, _, model_id = spec.strip().partition(":")
-        if provider == FAUX_PROVIDER and model_id:
-            found = stand_in_model(model_id)
-            if found is not None:
-                return found
-        raise ValueError(str(exc.args[0]) if exc.args else f"unknown model {spec!r}") from None
+__all__ = [
+    "RUN_ROWS", "RunOptions", "did_you_mean", "model_option", "parse_options", "resolve_model", "run_values",
+]  # fmt: skip
 
 
-def model_option(spec: str) -> Model:
-    """``resolve_model`` for a ``--model`` / ``%pi model`` value, failing as a ``UsageError``."""
-    try:
-        return resolve_model(spec)
-    except ValueError as exc:
-        raise UsageError(f"--model: {exc}") from None
+RUN_ROWS = tuple(option for option in OPTIONS if option.applies != "kernel")
+"""The rows of ``OPTIONS`` that give each run a value."""
+_RUN_PLAN = tuple(
+    (option, option.name, option.dest if option.flag else None, option.kind == "flag",
+     option.trait is not None and option.applies == "run", option.run_default)
+    for option in RUN_ROWS
+)  # fmt: skip
+"""Per row, worked out once: where its value comes from (``run_values`` runs for every cell)."""
+
+
+def run_values(ns: argparse.Namespace, config: PiConfig) -> dict[str, Any]:
+    """A value for each of ``RUN_ROWS``: the cell's (parsed and checked), else the trait's when
+    the row's trait applies to runs, else the row's default."""
+    values: dict[str, Any] = {}
+    for option, name, dest, is_flag, from_trait, default in _RUN_PLAN:
+        given = getattr(ns, dest) if dest is not None else None
+        if given is not None and (given or not is_flag):  # a flag not given is False
+            values[name] = option.cell_value(given)
+        elif from_trait:
+            values[name] = getattr(config, name)
+        else:
+            values[name] = default
+    return values
 
 
 class RunOptions:
-    """Validated options of one ``%%pi`` cell, defaults already applied."""
+    """Validated options of one ``%%pi`` cell: an attribute per row of ``RUN_ROWS``
+    (``run_values``), and what the run works out from them."""
 
-    def __init__(self, ns: argparse.Namespace, config: PiConfig, mcp_names: Iterable[str] = ()) -> None:
-        self.model: Model | None = model_option(ns.model) if ns.model else None
-        self.thinking: str | None = ns.thinking
-        self.system: str | None = ns.system
-        spec = ns.tools if ns.tools is not None else config.tools
+    # The types code reads the table's values as (tests/notebook/test_options_table.py checks
+    # each against its row; every row's value is set, declared here or not).
+    model: Model | None
+    thinking: str | None
+    system: str | None
+    tools: str
+    """The ``--tools`` spec; ``tool_names`` are the notebook tools it gives."""
+    approve: str
+    new: bool
+    name: str
+    text: bool
+    plan: bool
+    """Plan mode: this run only plans (read-only tools); ``planning.py`` runs the plan after
+    (``--plan``, ``--plan-run`` or ``c.PiMagics.plan``)."""
+    plan_run: bool
+    """``--plan-run``: run the plan as soon as it is made, without asking."""
+    max_turns: int
+    tool_mode: str
+    """``--tool-mode``: ``auto`` (the model's ``toolMode``, else tools), ``tools``, ``code``."""
+    recovered_calls: str
+    """``--recovered-calls``: what a call printed in the model's text becomes."""
+    temperature: float | None
+    seed: int | None
+    timeout: float
+    code_timeout: float | None
+    """``--code-timeout`` as given (None: not given; ``code_limit`` applies the defaults)."""
+    max_cost: float
+    max_total_tokens: int
+    raise_on_error: bool | None
+    resume: bool
+    replay: bool
+    loop_guard: int
+
+    def __init__(self, values: Mapping[str, Any], config: PiConfig, mcp_names: Iterable[str] = ()) -> None:
+        self.__dict__.update(values)
         try:
-            self.tools: list[str] = parse_tools_spec(spec, mcp_names)
+            self.tool_names: list[str] = parse_tools_spec(self.tools, mcp_names)
         except ValueError as exc:
             raise UsageError(str(exc)) from None
-        self.mcp_tools: tuple[str, ...] = mcp_tool_patterns(spec)
+        self.mcp_tools: tuple[str, ...] = mcp_tool_patterns(self.tools)
         """The MCP tools named (``SERVER__TOOL``, ``files__*``); empty: every MCP tool joins,
         unless ``no_tools``."""
-        self.no_tools: bool = spec.strip() == "none"
+        self.no_tools: bool = self.tools.strip() == "none"
         """``--tools none``: no notebook tool and no MCP tool either."""
-        approve = ns.approve or config.approve or None
-        self.approve: Policy | None = cast("Policy | None", approve)
-        self.new: bool = ns.new
-        self.name: str = ns.name or DEFAULT_NAME
-        self.text: bool = ns.text or config.text
-        self.plan_run: bool = ns.plan_run
-        """``--plan-run``: run the plan as soon as it is made, without asking."""
-        self.plan: bool = ns.plan or ns.plan_run or config.plan
-        """Plan mode: this run only plans (read-only tools); ``planning.py`` runs the plan after."""
-        max_turns = ns.max_turns if ns.max_turns is not None else (config.max_turns or None)
-        if max_turns is not None and max_turns < 1:
-            raise UsageError(f"--max-turns must be a positive integer, got {max_turns}")
-        self.max_turns: int | None = max_turns
-        self.tool_mode: str = ns.tool_mode or config.tool_mode
-        """``--tool-mode``: ``auto`` (the model's ``toolMode``, else tools), ``tools``, ``code``."""
-        self.recovered_calls: str = ns.recovered_calls or config.recovered_calls
-        """``--recovered-calls``: what a call printed in the model's text becomes."""
-        temperature = ns.temperature if ns.temperature is not None else config.temperature
-        if temperature is not None and not 0 <= temperature <= 2:
-            raise UsageError(f"--temperature must be between 0 and 2, got {temperature}")
-        self.temperature: float | None = temperature
-        self.seed: int | None = ns.seed
-        timeout = ns.timeout if ns.timeout is not None else config.timeout
-        if not timeout >= 0:  # also NaN
-            raise UsageError(f"--timeout takes seconds, 0 or more (0: no limit), not {timeout}")
-        self.timeout: float = timeout
-        self.raise_on_error: bool | None = (
-            ns.raise_on_error if ns.raise_on_error is not None else config.raise_on_error
+        self.plan = self.plan or self.plan_run
+        self.replay = self.replay or bool(env_flag(REPLAY_ENV))
+        cost, tokens = self.max_cost, self.max_total_tokens
+        self.budget: Budget | None = (
+            Budget(max_cost=cost or None, max_total_tokens=tokens or None) if cost or tokens else None
         )
-        self.budget: Budget | None = run_budget(ns.max_cost, ns.max_total_tokens, config)
         """``--max-cost`` / ``--max-total-tokens`` (or their ``PiMagics`` defaults); 0: no limit."""
-        self.resume: bool = ns.resume
-        self.replay: bool = bool(ns.replay or config.replay or env_flag(REPLAY_ENV))
-        self.loop_guard: int = config.loop_guard
-        code_timeout = ns.code_timeout
-        if code_timeout is not None and not 0 <= code_timeout < math.inf:  # also NaN
-            raise UsageError(f"--code-timeout takes seconds, 0 or more (0: no limit), not {code_timeout}")
-        self.code_timeout: float | None = code_timeout
-        """``--code-timeout`` as given (None: not given; ``code_limit`` applies the defaults)."""
         self._default_code_timeout = config.code_timeout
         self._headless_code_timeout = config.headless_code_timeout
+
+    @property
+    def policy(self) -> Policy | None:
+        """``--approve``, else ``c.PiMagics.approve``; None: the run mode decides."""
+        return cast("Policy | None", self.approve or None)
 
     def code_limit(self, headless: bool) -> float | None:
         """Seconds one ``run_code`` call may run (None: no limit): ``--code-timeout``, else
@@ -114,31 +122,6 @@ class RunOptions:
         if limit is None:
             limit = self._default_code_timeout or (self._headless_code_timeout if headless else 0.0)
         return limit or None
-
-
-def run_budget(max_cost: str | None, max_total_tokens: str | None, config: PiConfig) -> Budget | None:
-    """The run's budget from ``--max-cost`` and ``--max-total-tokens``, each defaulting to its
-    ``PiMagics`` trait; 0 (on the cell or as the default) sets no limit of that kind."""
-    cost = config.max_cost if max_cost is None else _number("--max-cost", max_cost.strip().removeprefix("$"))
-    tokens: float = config.max_total_tokens
-    if max_total_tokens is not None:
-        tokens = _number("--max-total-tokens", max_total_tokens)
-    if tokens != int(tokens):
-        raise UsageError(f"--max-total-tokens takes a whole number of tokens, not {max_total_tokens}")
-    return Budget(max_cost=cost or None, max_total_tokens=int(tokens) or None) if cost or tokens else None
-
-
-def _number(option: str, text: str) -> float:
-    """A budget option's value: a finite number, 0 or more. (A comma is never a decimal point
-    here: ``--max-cost 0,50`` is refused rather than read as 50 dollars.)"""
-    unit = "US dollars, e.g. 0.50" if option == "--max-cost" else "tokens, e.g. 20000"
-    try:
-        value = float(text if option == "--max-cost" else text.replace(",", ""))
-    except ValueError:
-        value = math.nan
-    if not 0 <= value < math.inf:
-        raise UsageError(f"{option} takes {unit} (0: no limit), not {text!r}")
-    return value
 
 
 def parse_options(line: str, config: PiConfig, mcp_names: Iterable[str] = ()) -> RunOptions:
@@ -152,7 +135,7 @@ def parse_options(line: str, config: PiConfig, mcp_names: Iterable[str] = ()) ->
         parsed = PARSER.parse_args(argv)
     except UsageError as exc:
         raise UsageError(did_you_mean(str(exc), argv)) from None
-    return RunOptions(parsed, config, mcp_names)
+    return RunOptions(run_values(parsed, config), config, mcp_names)
 
 
 def did_you_mean(message: str, argv: Iterable[str]) -> str:

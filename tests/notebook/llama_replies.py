@@ -59,3 +59,21 @@ def request_roles(body: Any) -> list[str]:
 
 def dumped(body: Any) -> str:
     return json.dumps(body)
+
+
+UNPARSED = "The model produced output that does not match the expected Hermes 2 Pro format"
+
+
+def unparsed_reply(code: str) -> list[bytes]:
+    """What llama-server streams when the text after a complete tool call does not parse: the
+    call's deltas, then an error event, and no ``[DONE]``."""
+    head = {"id": "c1", "object": "chat.completion.chunk", "created": 1, "model": "qwen"}
+    call = {"index": 0, "id": "t1", "type": "function", "function": {"name": "run_code", "arguments": ""}}
+    args = {"index": 0, "function": {"arguments": json.dumps({"code": code})}}
+    chunks = [
+        {**head, "choices": [{"index": 0, "delta": {"role": "assistant", "content": None}}]},
+        {**head, "choices": [{"index": 0, "delta": {"tool_calls": [call]}}]},
+        {**head, "choices": [{"index": 0, "delta": {"tool_calls": [args]}}]},
+    ]
+    error = {"error": {"code": 500, "message": UNPARSED, "type": "server_error"}}
+    return [sse(c) for c in chunks] + [sse(error)]

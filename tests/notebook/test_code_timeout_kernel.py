@@ -95,7 +95,7 @@ def test_the_limit_of_a_run(line: str, config: dict[str, Any], headless: bool, l
 def test_a_negative_limit_is_a_usage_error() -> None:
     from IPython.core.error import UsageError
 
-    with pytest.raises(UsageError, match="--code-timeout takes seconds, 0 or more"):
+    with pytest.raises(UsageError, match="--code-timeout must be 0 or more seconds"):
         parse_options("--code-timeout -1", PiConfig())
 
 

@@ -184,7 +184,7 @@ def test_references_attach_bounded_summaries(ip: Any, faux: FauxRegistration) ->
     [
         ("--thinking huge", "argument --thinking: invalid choice: 'huge'"),
         ("--approve maybe", "argument --approve: invalid choice: 'maybe'"),
-        ("--max-turns 0", "--max-turns must be a positive integer, got 0"),
+        ("--max-turns -1", "--max-turns must be 0 or more, not -1"),
         ("--max-turns two", "argument --max-turns: invalid int value: 'two'"),
         ("--model gpt-4o-nonexistent", "--model: Unknown model 'gpt-4o-nonexistent'"),
         ("--model nope:nothing", "--model: Unknown model nope:nothing"),

@@ -14,7 +14,7 @@ from pi_notebook.agent.types import AgentContext, BeforeToolCallContext
 from pi_notebook.ai.types import AssistantMessage, ToolCall
 from pi_notebook.notebook.load import is_undo_cell
 from pi_notebook.notebook.run.approval import USER_REJECTED, ApprovalGate
-from pi_notebook.notebook.run.runner import offer_unparsed
+from pi_notebook.notebook.run.unparsed import offer_unparsed
 from pi_notebook.notebook.tools.changes import Change, RunChanges
 from pi_notebook.notebook.tools.edits import EditTools, PreviewRefused, replaced, unified
 from pi_notebook.notebook.tools.previews import approval_labels, insert_preview

@@ -17,7 +17,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent))
 
 from kernel_driver import Kernel, Watch
-from llama_replies import FORMS, llama_reply, request_roles
+from llama_replies import FORMS, llama_reply, request_roles, unparsed_reply
 from loopback import LoopbackServer, json_reply, serving
 
 pytestmark = pytest.mark.kernel
@@ -89,3 +89,19 @@ def test_a_code_first_run_asks_for_its_block_runs_it_in_the_kernel_and_answers(k
     bundle = watch.final_bundle()
     assert "[tool] run_code (done)" in bundle["text/plain"]
     assert "tool mode: code" in bundle["text/html"]
+
+
+def test_a_call_the_server_could_not_parse_after_is_offered_and_runs_once(k: Kernel) -> None:
+    """The other kind of call the model meant: complete, then the server's parse error."""
+    server = LoopbackServer()
+    server.queue(json_reply(404, {}))
+    server.queue_sse(unparsed_reply("unparsed_x = 42"))
+    server.queue_sse(llama_reply("It is 42."))
+    with serving(server):
+        _, asking, final = run_local(k, server, "--approve auto", "Approve")
+    assert "not executed: the server could not parse the model&#x27;s output after this call" in asking
+    assert k.value("unparsed_x") == "42"
+    assert k.value("_pi.text") == "It is 42."
+    assert "recovered from the model's text" not in final
+    chats = [r.json for r in server.requests if r.path.endswith("/chat/completions")]
+    assert [request_roles(c) for c in chats] == [["system", "user"], ["system", "user", "assistant", "tool"]]

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from IPython.utils.capture import capture_output
 
 sys.path.insert(0, str(Path(__file__).parent))
 
@@ -197,3 +198,22 @@ def test_code_mode_keeps_the_turn_limit(ip: Any, faux: FauxRegistration) -> None
     assert ip.user_ns["turns_seen"] == 2
     assert "Stopped after 2 turns (--max-turns 2)." in plain(captured)
     assert faux.get_pending_response_count() == 2
+
+
+def test_code_mode_in_the_fallback_magic_runs_the_block_on_the_main_thread(
+    ip: Any, faux: FauxRegistration
+) -> None:
+    block = "```python\nimport threading\nfallback_thread = threading.current_thread().name\n```"
+    faux.set_responses([block, "done"])
+    with capture_output():
+        ip.run_cell_magic("pi", f"{MODEL} --tool-mode code --approve auto", "where do you run?")
+    assert ip.user_ns["fallback_thread"] == "MainThread"
+    assert ip.user_ns["_pi"].text == "done"
+
+
+def test_a_printed_call_in_the_fallback_magic_is_left_as_text(ip: Any, faux: FauxRegistration) -> None:
+    faux.set_responses([PRINTED_JSON])
+    with capture_output() as captured:
+        ip.run_cell_magic("pi", f"{MODEL} --approve auto", "set y")
+    assert "printed_y" not in ip.user_ns
+    assert "it was not run (nobody can click Approve in this run" in plain(captured)

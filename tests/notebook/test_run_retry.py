@@ -245,7 +245,7 @@ def test_the_timeout_reaches_the_stream_options(ip: Any, faux: FauxRegistration)
 
 
 def test_a_negative_timeout_is_a_usage_error(ip: Any) -> None:
-    with pytest.raises(UsageError, match=r"--timeout takes seconds, 0 or more \(0: no limit\), not -1.0"):
+    with pytest.raises(UsageError, match=r"--timeout must be 0 or more seconds \(0: no limit\), not -1.0"):
         ip.run_cell_magic("pi", "--model faux:faux-1 --timeout -1", "q")
     with pytest.raises(Exception, match="must be 0 or more"):
         ip.magics_manager.registry["PiMagics"].timeout = -1

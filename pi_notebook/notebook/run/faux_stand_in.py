@@ -1,4 +1,5 @@
-"""``--model faux:faux-1`` without a scripted faux provider: an honest stand-in.
+"""Model specs (``--model``, ``%pi model``, ``c.PiMagics.model``) resolved to models, and
+``--model faux:faux-1`` without a scripted faux provider: an honest stand-in.
 
 The faux provider (``pi_notebook.ai.faux``) replays responses a script queued; it is how the
 tutorials and tests run offline. Offered as the offline model, ``faux:faux-1`` must not fail
@@ -12,8 +13,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from IPython.core.error import UsageError
+
 from ...ai.faux import FauxRegistration, faux_assistant_message, register_faux_provider
 from ...ai.models import get_models
+from ...ai.models import resolve_model as catalogue_resolve_model
 from ...ai.types import AssistantMessage, Model
 
 FAUX_PROVIDER = "faux"
@@ -57,3 +61,27 @@ def remove_stand_in() -> None:
     if _stand_in is not None:
         _stand_in.unregister()
         _stand_in = None
+
+
+def resolve_model(spec: str) -> Model:
+    """``provider:id`` (or a unique bare id) -> a ``Model``; local servers such as
+    ``ollama:llama3.2`` resolve without registration, and ``faux:<id>`` without a registered
+    faux provider is the honest stand-in (``run/faux_stand_in.py``). Raises ``ValueError`` with a
+    one-line reason."""
+    try:
+        return catalogue_resolve_model(spec)
+    except KeyError as exc:  # ModelNotFoundError: its str() is already a clean sentence
+        provider, _, model_id = spec.strip().partition(":")
+        if provider == FAUX_PROVIDER and model_id:
+            found = stand_in_model(model_id)
+            if found is not None:
+                return found
+        raise ValueError(str(exc.args[0]) if exc.args else f"unknown model {spec!r}") from None
+
+
+def model_option(spec: str) -> Model:
+    """``resolve_model`` for a ``--model`` / ``%pi model`` value, failing as a ``UsageError``."""
+    try:
+        return resolve_model(spec)
+    except ValueError as exc:
+        raise UsageError(f"--model: {exc}") from None

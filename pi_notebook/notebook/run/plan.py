@@ -144,7 +144,7 @@ def plan_run(
     sees_images = model is None or "image" in model.input
     content = reference_content(typed, state.shell, state.errors, sees_images=sees_images)
     gated = _gated_tools(state, options, session)
-    approval = state.approval(options.approve, mode, gated)
+    approval = state.approval(options.policy, mode, gated)
     raise_on_error = mode.headless.headless if options.raise_on_error is None else options.raise_on_error
     conversation_budget = conversation_budget_of(state.config)
     if not options.replay:
@@ -181,7 +181,7 @@ def _gated_tools(state: NotebookState, options: RunOptions, session: AgentSessio
     ``c.PiMagics.approvals`` or the tool's own policy (MCP) decides for them."""
     approvals = state.approvals()
     offered: list[tuple[str, Any]] = [
-        (n, None) for n in sorted(set(STATE_CHANGING_TOOLS).intersection(options.tools))
+        (n, None) for n in sorted(set(STATE_CHANGING_TOOLS).intersection(options.tool_names))
     ]
     own = [(t.name, t) for t in session.state.tools if not is_notebook_tool(t)]
     return gated_by_run([*offered, *own], approvals)

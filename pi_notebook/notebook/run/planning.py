@@ -113,7 +113,7 @@ def plan_mode(options: RunOptions, executing: Plan | None) -> None:
     if executing is not None:
         options.plan = False
     if options.plan:
-        options.tools = [name for name in options.tools if name in READ_TOOLS]
+        options.tool_names = [name for name in options.tool_names if name in READ_TOOLS]
         options.mcp_tools = ()
 
 

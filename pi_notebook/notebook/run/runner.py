@@ -217,7 +217,7 @@ class PiRun:
         own = [] if options.plan else [t for t in held.tools if not is_notebook_tool(t)]
         mcp = self.mcp_tools if self.mcp_tools is not None else await self.state.mcp_tools()
         mcp = [] if options.no_tools or options.plan else mcp
-        every = own + tools.build(options.tools) + mcp + self.extra_tools
+        every = own + tools.build(options.tool_names) + mcp + self.extra_tools
         gate = self._gate()
         self.printed = printed_calls_of(self, gate, every)  # --tool-mode, --recovered-calls
         run = self.printed.apply(
@@ -329,7 +329,7 @@ class PiRun:
         """``--max-turns``: stop after that many turns (the agent's own hook is asked after)."""
         self.turns += 1
         limit = self.plan.options.max_turns
-        if limit is not None and self.turns >= limit:
+        if limit and self.turns >= limit:  # 0: no limit
             self.stopped_at_max_turns = bool(ctx.tool_results)
             return True
         return False
