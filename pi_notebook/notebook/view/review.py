@@ -29,13 +29,13 @@ COMMAND = "To take them back: %pi undo, alone in a cell."
 """The line a review ends with where nobody can click its buttons (``--text``, the Pi kernel
 in a terminal): the command that does what Undo all does."""
 
+_ROW = "font-size:12px;white-space:pre-wrap;word-break:break-word;margin:1px 0 1px 12px;line-height:1.5;"
 _STYLE = {
     "box": "border:1px solid rgba(139,124,246,.5);border-radius:6px;padding:4px 8px;margin:6px 0;"
     "font-size:13px;line-height:1.5;",
     "head": "cursor:pointer;font-weight:600;",
-    "line": "font-family:var(--jp-code-font-family,ui-monospace,SFMono-Regular,Menlo,monospace);"
-    "font-size:12px;white-space:pre-wrap;word-break:break-word;margin:1px 0 1px 12px;line-height:1.5;",
-    "told": "font-size:12px;white-space:pre-wrap;word-break:break-word;margin:2px 0;line-height:1.5;",
+    "line": "font-family:var(--jp-code-font-family,ui-monospace,SFMono-Regular,Menlo,monospace);" + _ROW,
+    "told": _ROW,
     "command": "font-size:12px;font-style:italic;opacity:.8;margin:2px 0;line-height:1.5;",
 }
 _EDGE = {"open": "#8b7cf6", "accepted": "#2e7d32", "undone": "#b26a00"}
