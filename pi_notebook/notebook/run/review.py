@@ -38,6 +38,8 @@ from .plan import RunPlan
 _RUNNING: set[asyncio.Task[None]] = set()  # the loop keeps only a weak reference to a task
 SNIPPET = 60
 """Characters of a cell's first line a summary line quotes."""
+CONTEXT = 12
+"""Characters before the changed part of a long edited line that its gist keeps."""
 
 
 class EndedRun(Protocol):
@@ -156,8 +158,29 @@ def edit_gist(before: str, after: str) -> str:
             continue
         (added if line.startswith("+") else removed).append(line[1:])
     if len(removed) == 1 and len(added) == 1:
-        return f"{first_line(removed[0])} → {first_line(added[0])}"
+        return _one_line_gist(removed[0].strip(), added[0].strip())
     return f"+{len(added)} −{len(removed)} lines"
+
+
+def _one_line_gist(old: str, new: str) -> str:
+    """``old → new``; for long lines only the part that changed, with a little of what precedes
+    it (``…sum(data) / 2… → …sum(data) / len(data)…``)."""
+    if max(len(old), len(new)) <= SNIPPET // 2:
+        return f"{old or '(empty)'} → {new or '(empty)'}"
+    start = 0
+    while start < min(len(old), len(new)) and old[start] == new[start]:
+        start += 1
+    end = 0
+    while end < min(len(old), len(new)) - start and old[-1 - end] == new[-1 - end]:
+        end += 1
+    lead = ("…" + old[max(0, start - CONTEXT) : start]) if start > CONTEXT else old[:start]
+    tail = "…" if end else ""
+
+    def part(line: str) -> str:
+        middle = line[start : len(line) - end]
+        return lead + (middle if len(middle) <= SNIPPET // 2 else middle[: SNIPPET // 2 - 1] + "…") + tail
+
+    return f"{part(old)} → {part(new)}"
 
 
 def _source(cell: dict[str, Any]) -> str:
