@@ -35,6 +35,8 @@ def test_one_compact_line_per_change() -> None:
     )
     assert change_line(Change("outputs", "c3", after="x")) == "> ran cell c3: its outputs replaced"
     assert edit_gist("a\nb", "x\ny\nz") == "+3 −2 lines"
+    long = "mean = sum(data) / 2  # the bug: it should divide by the number of values"
+    assert edit_gist(long, long.replace("/ 2", "/ len(data)")) == "…sum(data) / 2… → …sum(data) / len(data)…"
     assert first_line("") == "(empty)"
     assert first_line("x" * 100) == "x" * 59 + "…"
 

@@ -272,3 +272,22 @@ def test_a_headless_run_changes_nothing_and_shows_no_summary_nor_buttons(tmp_pat
     [shown] = [o.data["text/plain"] for o in outputs if o.output_type == "display_data"]
     assert "Not inserted: this headless run" in shown
     assert "changed the notebook" not in shown
+
+
+def test_a_summary_line_never_shows_a_key(k: Kernel) -> None:
+    """A line quotes a cell, and the output is saved with the notebook: keys are redacted."""
+    secret = "zq7-4fJ2kP9sW1xV8"
+    assert k.run(f"SERVICE_API_KEY = {secret!r}")["status"] == "ok"
+    cells = [{"source": f"key = {secret!r}"}]
+    assert (
+        k.run(f'faux.set_responses([tool_use("insert_cells", {{"cells": {cells!r}}}, "i1"), "ok"])')["status"]
+        == "ok"
+    )
+    front = NotebookFrontend(k, CELLS)
+    cell = run_in_cell(k, RUN, "c-run")
+    watch = Watch(k).until_replies([cell], front.react, timeout=60)
+    assert front.cell("new-1")["source"] == f"key = {secret!r}"  # the notebook has what the agent wrote
+    bundle = review_display(watch)
+    assert "+ inserted cell new-1: key = '[REDACTED]'" in bundle["text/plain"]
+    assert secret not in str(bundle)
+    assert secret not in review_html(watch)

@@ -81,12 +81,10 @@ def review_run(run: EndedRun) -> RunReview | None:
     actions: ReviewActions = "none" if mode.headless.headless else "command"
     if run.widget is not None and mode.can_ask:
         actions = "buttons"
-    review = Review(
-        summary_heading(tools.changes, len(waiting)),
-        [*map(change_line, tools.changes.changes), *(waiting_line(args, tools.known) for args in waiting)],
-        actions,
-        waiting=len(waiting),
-    )
+    lines = [*map(change_line, tools.changes.changes), *(waiting_line(args, tools.known) for args in waiting)]
+    # a line quotes a cell, which may hold a key: the output is saved with the notebook
+    lines = [tools.redact(line) for line in lines]
+    review = Review(summary_heading(tools.changes, len(waiting)), lines, actions, waiting=len(waiting))
     show_review(run.view.state, review)
     return RunReview(review, tools.changes, waiting, tools.bridge, tools.no_bridge, tools.known)
 
