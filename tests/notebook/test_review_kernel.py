@@ -142,12 +142,21 @@ def test_the_summary_lists_the_changes_and_undo_all_restores_the_notebook(k: Ker
     assert "This run changed the notebook" not in watch.final_bundle()["text/plain"]  # once, under the run
     accept, undo = watch.button("Accept all"), watch.button("Undo all")
 
+    before = len(front.requests)
     k.click(undo.comm_id)
+    k.click(undo.comm_id)  # a second click, sent before the first disabled the button: ignored
+    k.click(accept.comm_id)
     pump(watch, front, lambda w: "Undid the run" in review_html(w))
+    quiet = time.monotonic() + 1.5  # what a second undo or the accept would have drawn by now
+    pump(watch, front, lambda w: time.monotonic() > quiet)
     assert front.shape() == CELLS
+    # one undo, last change first: c-old back, run_cell's outputs, the edit, the two inserted cells
+    assert [r["op"] for r in front.requests[before:]] == ["insert", "set_outputs", "edit", "delete", "delete"]
     assert front.cell("c-fix")["outputs"] == []
     shown = review_html(watch)
     assert "Undid the run (inserted 2 cells, edited 1 cell, ran 1 cell, deleted 1 cell)" in shown
+    assert "kept" not in shown
+    assert "Accepted" not in shown
     assert shown.index("restored deleted cell c-old") < shown.index(
         "removed inserted cell new-1"
     )  # last first

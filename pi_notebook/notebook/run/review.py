@@ -65,6 +65,9 @@ class RunReview:
     bridge: NotebookBridge | None
     no_bridge: str
     known: dict[str, str]
+    decided: bool = False
+    """Accept all or Undo all was clicked: a second click (in flight before the buttons were
+    disabled) does nothing."""
 
 
 def review_run(run: EndedRun) -> RunReview | None:
@@ -250,6 +253,10 @@ def decide(run: RunReview, outcome: Literal["accepted", "undone"]) -> Callable[[
     work = accept_all if outcome == "accepted" else undo_all
 
     def start(drawn: Callable[[], None]) -> bool:
+        if run.decided:
+            return True
+        run.decided = True
+
         async def act() -> None:
             heading, told = await work(run)
             settle_review(run.review, outcome, heading, told)
@@ -258,6 +265,7 @@ def decide(run: RunReview, outcome: Literal["accepted", "undone"]) -> Callable[[
         try:
             task = asyncio.get_running_loop().create_task(act())
         except RuntimeError:  # no loop in this handler (an old kernel): the command still works
+            run.decided = False
             return False
         _RUNNING.add(task)
         task.add_done_callback(_RUNNING.discard)
