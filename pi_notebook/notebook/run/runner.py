@@ -61,7 +61,7 @@ from ..tools.notebook_tools import is_notebook_tool, select_mcp_tools
 from ..view.reduce import explain
 from ..view.render import render_text
 from ..view.run_view import RunView, StaticView
-from .after_run import show_after_run
+from .after_run import review_run, show_after_run
 from .approval import FALLBACK_REASON, ApprovalGate, GrantUI, activate, deactivate
 from .context import CellContext, cell_context
 from .errors import RunFailed, RunInterrupted, explain_error
@@ -392,6 +392,7 @@ class PiRun:
         if explained:
             explain(view.state, explained)
         view.close()
+        review = review_run(self)  # the run's changes to the notebook end its output (review.py)
         bundle = {"text/plain": render_text(view.state)} if self.plan.options.text else view.static_bundle()
         if self.display_handle is not None:
             self.display_handle.update(bundle, raw=True)
@@ -400,8 +401,7 @@ class PiRun:
         if self.widget is not None:  # the live view
             self.pages.finish(view, bundle)
         result = self.result()
-        if self.widget is not None:  # live: Undo (it changed the notebook), Insert as cell (it ran code)
-            show_after_run(self.state, self.plan.name, result)
+        show_after_run(self, result, review)  # live: Insert as cell, Accept all / Undo all
         self.shell.user_ns["_pi"] = result
         self.state.run_ended(self.plan.name, self.session, result)
         return result

@@ -488,7 +488,8 @@ def _on_agent_end(state: ViewState, event: AgentEndEvent) -> None:
         if isinstance(item, ToolCard) and item.status not in FINAL_STATUSES:
             # A call that never ran (aborted while streaming or awaiting approval) must not
             # look live in the frozen output.
-            item.status = "denied" if item.status == "pending_approval" else "error"
+            item.unanswered = item.status == "pending_approval"  # nobody decided (``review.py``)
+            item.status = "denied" if item.unanswered else "error"
             if not item.content:
                 item.progress = NOT_EXECUTED
             _touch(state, item)
