@@ -196,6 +196,12 @@ class PiConfig(Configurable):
         help="Ask before the model's Nth identical tool call in a row runs (same tool, same "
         "arguments); denied, or with nobody to ask, it does not run and the run stops; 0: off.",
     ).tag(config=True)
+    error_actions = Bool(
+        True,
+        help="Under a failing cell's traceback, show Explain and Fix buttons (where nothing can click them, "
+        "one line naming %pi explain N / %pi fix N); never in headless runs. Nothing calls a model until "
+        "one is clicked. False: show nothing.",
+    ).tag(config=True)
     code_timeout = Float(
         0.0,
         help=option_help(

@@ -74,6 +74,9 @@ class RunOptions:
         """``--plan-run``: run the plan as soon as it is made, without asking."""
         self.plan: bool = ns.plan or ns.plan_run or config.plan
         """Plan mode: this run only plans (read-only tools); ``planning.py`` runs the plan after."""
+        self.read_only: bool = self.plan
+        """Only the read-only notebook tools (no MCP tool, none of the conversation's own): a
+        planning run, and ``%pi explain`` (``plan_mode``)."""
         max_turns = ns.max_turns if ns.max_turns is not None else (config.max_turns or None)
         if max_turns is not None and max_turns < 1:
             raise UsageError(f"--max-turns must be a positive integer, got {max_turns}")
