@@ -126,7 +126,7 @@ def test_among_other_lines_it_runs_as_the_fallback_does(ip: Any, faux: FauxRegis
     seen: list[Any] = []
     faux.set_responses([_recorder(seen, "Because unit_price is missing.")])
     run(ip, "%pi model faux:faux-1")
-    result, captured = run(ip, f"%pi explain {count}\nafter = 1")
+    result, _ = run(ip, f"%pi explain {count}\nafter = 1")
     assert result.error_in_exec is None, result.error_in_exec
     assert ip.user_ns["after"] == 1
     assert ip.user_ns["_pi"].text == "Because unit_price is missing."

@@ -48,6 +48,7 @@ class ErrorPlace:
         self._note = note
         self.area = W.VBox(layout=W.Layout(width="100%"))
         self.bundle: dict[str, Any] | None = None
+        self.failed = False
         self._view: Any = None
 
     def live(self, run: Any) -> None:
@@ -71,7 +72,8 @@ class ErrorPlace:
             shown = {"output_type": "display_data", "data": bundle, "metadata": {}}
             self.area.children = (W.Output(outputs=(shown,)),)
 
-    def told(self, line: str) -> None:
+    def told(self, line: str, failed: bool = False) -> None:
+        self.failed = self.failed or failed
         self._note.value = html.escape(line)
 
 
@@ -87,7 +89,8 @@ def error_buttons(state: NotebookState, failed: FailedCell, line: str) -> dict[s
 
         for button in buttons.values():
             button.disabled = True
-        note.value = html.escape(f"Pi: {LABELS[kind].lower()} cell [{failed.count}]…")
+        doing = "explaining" if kind == "explain" else "fixing"
+        note.value = html.escape(f"Pi is {doing} cell [{failed.count}]…")
         try:
             loop = asyncio.get_running_loop()
         except RuntimeError:  # no loop in this handler (an old kernel): the command still works

@@ -174,8 +174,11 @@ class RunPlace(Protocol):
     def update(self, bundle: dict[str, Any], raw: bool = True) -> None:
         """Replace the live view by the frozen output ``bundle``."""
 
-    def told(self, line: str) -> None:
-        """A line beside the buttons."""
+    failed: bool
+    """``told`` said the run failed."""
+
+    def told(self, line: str, failed: bool = False) -> None:
+        """A line beside the buttons (``""``: none)."""
 
 
 async def help_clicked(state: NotebookState, kind: str, failed: FailedCell, place: RunPlace) -> None:
@@ -187,15 +190,18 @@ async def help_clicked(state: NotebookState, kind: str, failed: FailedCell, plac
         prompt = help_prompt(state, kind, failed, where)
         run = prepare_run(state, "", prompt, where, read_only=kind == "explain")
     except UsageError as exc:
-        place.told(f"Not started: {exc}")
+        place.told(f"Not started: {exc}", failed=True)
         return
     _tell(run, problems)
     cell = await _own_cell(state, failed, kind, place) if kind == "fix" else None
+    below = f"Pi's fix is in the cell below (# %pi fix {failed.count})."
     if cell is None:
         place.under_buttons()
     else:
-        place.told(f"Pi works on the fix in the cell below (# %pi fix {failed.count}).")
+        place.told(below)
     await _run_placed(state, run, place, cell[0] if cell else None)
+    if not place.failed:
+        place.told(below if cell is not None else "")
     if cell is not None and place.bundle is not None:
         cell_id, bridge, source = cell
         frozen = {"output_type": "display_data", "data": place.bundle, "metadata": {}}
@@ -218,7 +224,7 @@ async def _run_placed(state: NotebookState, run: PiRun, place: RunPlace, cell_id
     try:
         await run.execute()
     except Exception as exc:  # a bug must still leave a frozen output and a line
-        place.told(f"The run failed: {type(exc).__name__}: {exc}")
+        place.told(f"The run failed: {type(exc).__name__}: {exc}", failed=True)
     finally:
         unsubscribe()
         run.finish()
