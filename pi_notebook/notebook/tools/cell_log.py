@@ -86,9 +86,12 @@ class CellErrorLog:
         if getattr(info, "store_history", True) is False:  # its count is an earlier cell's
             return
         cell_id = getattr(info, "cell_id", None)
-        self.failed[count] = FailedCell(
-            count, source, error_text(error), cell_id if isinstance(cell_id, str) and cell_id else None
-        )
+        from IPython import get_ipython  # IPython is loaded: this runs in its post_run_cell
+
+        cells = getattr(getattr(get_ipython(), "compile", None), "_filename_map", None)
+        text = error_text(error, cells if isinstance(cells, dict) else None)
+        cell_id = cell_id if isinstance(cell_id, str) and cell_id else None
+        self.failed[count] = FailedCell(count, source, text, cell_id)
         for old in sorted(self.failed)[:-MAX_CELLS]:
             del self.failed[old]
 
@@ -103,13 +106,18 @@ def is_own_cell(source: str, transformed: str = "") -> bool:
     return bool(_OWN_CELL.match(source)) or code.startswith("await _pi_") or "run_cell_magic('pi'" in code
 
 
-def error_text(error: BaseException) -> str:
+def error_text(error: BaseException, cells: dict[str, int] | None = None) -> str:
     """The traceback of ``error`` as a user reads it: the frames from the cell on (IPython's
-    own frames before it left out), then the exception line; its last ``TRACEBACK_CHARS``
-    characters (the innermost frames and the exception are what a fix needs)."""
+    own frames before it left out; a cell's file named ``Cell In[N]`` as IPython shows it, by
+    ``cells``, the shell compiler's file name -> execution count), then the exception line; its
+    last ``TRACEBACK_CHARS`` characters (the innermost frames and the exception are what a fix
+    needs)."""
     frames = traceback.extract_tb(error.__traceback__)
     while frames and "/IPython/" in frames[0].filename.replace("\\", "/"):
         frames.pop(0)
+    for frame in frames:
+        if cells and frame.filename in cells:
+            frame.filename = f"Cell In[{cells[frame.filename]}]"
     lines = traceback.format_list(frames) if frames else []
     text = "".join(["Traceback (most recent call last):\n", *lines] if lines else [])
     text += "".join(traceback.format_exception_only(type(error), error))
