@@ -83,8 +83,6 @@ class CellErrorLog:
         source = str(getattr(info, "raw_cell", "") or "")
         if is_own_cell(source, str(getattr(info, "transformed_cell", "") or "")):
             return
-        if getattr(info, "store_history", True) is False:  # its count is an earlier cell's
-            return
         cell_id = getattr(info, "cell_id", None)
         from IPython import get_ipython  # IPython is loaded: this runs in its post_run_cell
 
