@@ -12,11 +12,13 @@ that cell's traceback. Nothing is shown:
 * in a headless run (nbconvert, papermill, nbval: ``run/approval.detect_headless``): nobody
   reads it there, and the saved notebook keeps what the cell itself printed.
 
-Otherwise one display: the buttons (``run/error_buttons.py``) as a widget whose ``text/plain``
-is the line, so a frontend without a widget manager (``jupyter console``, VS Code without
-widgets, a saved notebook on GitHub) shows the line; a shell without a kernel (terminal
-IPython) gets the line printed. Nothing calls a model until someone clicks or runs the command.
-This module imports nothing heavy: the widgets load with the first failing cell.
+Otherwise one display: where the request names a notebook cell (JupyterLab, Notebook 7 and
+VS Code send its id), the buttons (``run/error_buttons.py``) as a widget whose ``text/plain`` is
+the line, so a frontend without a widget manager and a saved notebook on GitHub show the line;
+where it names none (``jupyter console``, qtconsole, Colab), the line alone; a shell without a
+kernel (terminal IPython) gets the line printed. Nothing calls a model until someone clicks or
+runs the command. This module imports nothing heavy: the widgets load with the first failing
+cell.
 """
 
 from __future__ import annotations
@@ -59,7 +61,7 @@ def offer(result: Any) -> None:
     if get_kernel(shell) is None:
         print(line)
         return
-    if not widgets_available():
+    if failed.cell_id is None or not widgets_available():  # no notebook cell: no widget to click
         display({"text/plain": line}, raw=True)
         return
     from .run.error_buttons import error_buttons

@@ -111,6 +111,15 @@ def test_a_failing_cell_shows_explain_and_fix_with_the_line_as_its_text(k: Kerne
     assert f"%pi fix {count}" in watch.button("Fix").state["tooltip"]
 
 
+def test_a_client_that_names_no_cell_gets_the_line_alone(k: Kernel) -> None:
+    msg = _execute(k, BAD)  # jupyter console, qtconsole, Colab: no cellId
+    watch = Watch(k).until_replies([msg], timeout=30)
+    count = int(watch.replies[msg][1]["execution_count"])
+    [shown] = [c for _, kind, c in watch.displays if kind == "display_data"]
+    assert shown["data"] == {"text/plain": help_line(count)}
+    assert watch.find("ButtonModel") == []
+
+
 def test_nothing_in_a_headless_run_nor_with_the_trait_off_nor_under_a_pi_cell(k: Kernel) -> None:
     watch, _ = _fail(k, allow_stdin=False)  # nbclient, nbconvert, papermill
     assert watch.displays == []
@@ -122,7 +131,7 @@ def test_nothing_in_a_headless_run_nor_with_the_trait_off_nor_under_a_pi_cell(k:
         assert watch.find("ButtonModel") == []
     finally:
         assert k.run("%config PiMagics.error_actions = True")["status"] == "ok"
-    msg = _execute(k, "%%pi --no-such-option\nhello")
+    msg = _execute(k, "%%pi --no-such-option\nhello", "pi-cell")
     watch = Watch(k).until_replies([msg], timeout=30)
     assert watch.replies[msg][1]["status"] == "error"
     assert watch.find("ButtonModel", description="Fix") == []
