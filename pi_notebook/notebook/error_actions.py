@@ -12,10 +12,10 @@ that cell's traceback. Nothing is shown:
 * in a headless run (nbconvert, papermill, nbval: ``run/approval.detect_headless``): nobody
   reads it there, and the saved notebook keeps what the cell itself printed.
 
-Otherwise one display: where the request names a notebook cell (JupyterLab, Notebook 7 and
-VS Code send its id), the buttons (``run/error_buttons.py``) as a widget whose ``text/plain`` is
+Otherwise one display: where the request names a notebook cell (JupyterLab and Notebook 7
+send its id), the buttons (``run/error_buttons.py``) as a widget whose ``text/plain`` is
 the line, so a frontend without a widget manager and a saved notebook on GitHub show the line;
-where it names none (``jupyter console``, qtconsole, Colab), the line alone; a shell without a
+where it names none (``jupyter console``, qtconsole), the line alone; a shell without a
 kernel (terminal IPython) gets the line printed. Nothing calls a model until someone clicks or
 runs the command. This module imports nothing heavy: the widgets load with the first failing
 cell.
