@@ -111,6 +111,8 @@ def _drive(page: Any, url: str, app: str, expect: Any) -> None:
     expect(bad.locator(".jp-OutputArea")).not_to_contain_text("NameError")
     fixed = run.locator(".pi-static")
     expect(fixed).to_contain_text("Fixed: undefined_price was never defined", timeout=60_000)
+    if app == "lab":  # the run has ended: the kernel is idle again (Notebook 7 shows no such text)
+        page.locator(".jp-StatusBar-TextItem", has_text="| Idle").first.wait_for(timeout=30_000)
     page.mouse.move(0, 0)
     bad.scroll_into_view_if_needed()
     page.screenshot(path=str(SHOTS / f"error-fixed-{app}.png"), full_page=True)
