@@ -132,3 +132,12 @@ def test_among_other_lines_it_runs_as_the_fallback_does(ip: Any, faux: FauxRegis
     assert ip.user_ns["after"] == 1
     assert ip.user_ns["_pi"].text == "Because unit_price is missing."
     assert {tool.name for tool in seen[0].tools or []} <= set(READ_TOOLS)
+
+
+def test_name_chooses_the_conversation(ip: Any, faux: FauxRegistration) -> None:
+    _fail(ip)
+    faux.set_responses(["In another conversation."])
+    run(ip, "%pi --name helper model faux:faux-1")
+    result, _ = run(ip, "%pi --name helper explain")
+    assert result.error_in_exec is None, result.error_in_exec
+    assert ip.user_ns["_pi"].conversation == "helper"
