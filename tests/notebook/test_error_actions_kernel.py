@@ -238,3 +238,24 @@ def test_the_fix_button_runs_in_a_cell_below_the_failing_one(k: Kernel) -> None:
     assert last["op"] == "set_outputs"
     assert last["id"] == notebook.cells[1]["id"]
     assert "Fixed: undefined_price was never defined." in last["outputs"][0]["data"]["text/plain"]
+
+
+def test_the_explain_button_answers_under_the_buttons_and_changes_nothing(k: Kernel) -> None:
+    assert k.run("%pi model faux:faux-1")["status"] == "ok"
+    k.run(
+        "offered = []\n"
+        "def answer(context, options, state, model):\n"
+        "    offered.append(sorted(t.name for t in context.tools or []))\n"
+        "    return 'undefined_price was never set.'\n"
+        "faux.set_responses([answer])"
+    )
+    watch, _ = _fail(k)
+    k.click(watch.button("Explain").comm_id)
+    wait = "import asyncio\nfor _ in range(300):\n    if _pi is not None: break\n    await asyncio.sleep(0.1)"
+    done = _execute(k, wait)
+    watch.until_replies([done], timeout=60)
+    assert k.value("_pi.text") == "undefined_price was never set."
+    assert "undefined_price was never set." in watch.shown_text()  # the frozen answer, in the panel
+    offered = eval(k.value("offered"))
+    assert set(offered[0]) <= set(READ_TOOLS)
+    assert watch.find("ButtonModel", description="Explain")[-1].state.get("disabled") is False
