@@ -9,7 +9,7 @@ that cell's traceback. Nothing is shown:
 * with ``c.PiMagics.error_actions = False``;
 * for a cell the log did not file: one that did not fail, a ``%%pi`` / ``%pi`` cell, a
   prompt of the Pi kernel, a silent execution;
-* in a headless run (nbconvert, papermill, nbval: ``run/approval.detect_headless``): nobody
+* in a headless run (nbconvert, papermill, nbval: ``host/headless.py``): nobody
   reads it there, and the saved notebook keeps what the cell itself printed.
 
 Otherwise one display: where the request names a notebook cell (JupyterLab and Notebook 7
@@ -26,6 +26,7 @@ from __future__ import annotations
 from typing import Any
 
 from .host.compat import get_kernel, widgets_available
+from .host.headless import detect_headless
 from .state import state_for
 
 __all__ = ["help_line", "offer"]
@@ -51,8 +52,6 @@ def offer(result: Any) -> None:
     if failed is None or (result.error_in_exec is None and result.error_before_exec is None):
         return
     from IPython.display import display as untyped_display
-
-    from .run.approval import detect_headless  # loads with the first failing cell
 
     if detect_headless(shell).headless:
         return
