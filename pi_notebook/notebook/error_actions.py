@@ -28,6 +28,10 @@ from typing import Any
 from .host.compat import get_kernel, widgets_available
 from .host.headless import detect_headless
 from .state import state_for
+from .tools.cell_log import UNRECORDED
+
+UNFILED = {UNRECORDED: True}
+"""The offer's display metadata: the cell log does not take it for the next cell's output."""
 
 __all__ = ["help_line", "offer"]
 
@@ -61,8 +65,8 @@ def offer(result: Any) -> None:
         print(line)
         return
     if failed.cell_id is None or not widgets_available():  # no notebook cell: no widget to click
-        display({"text/plain": line}, raw=True)
+        display({"text/plain": line}, raw=True, metadata=UNFILED)
         return
     from .run.error_buttons import error_buttons
 
-    display(error_buttons(state, failed, line), raw=True)
+    display(error_buttons(state, failed, line), raw=True, metadata=UNFILED)

@@ -259,3 +259,14 @@ def test_the_explain_button_answers_under_the_buttons_and_changes_nothing(k: Ker
     offered = eval(k.value("offered"))
     assert set(offered[0]) <= set(READ_TOOLS)
     assert watch.find("ButtonModel", description="Explain")[-1].state.get("disabled") is False
+
+
+def test_the_offer_is_not_recorded_as_an_output_of_the_next_cell(k: Kernel) -> None:
+    _fail(k)
+    reply = k.run("from IPython.display import display\ndisplay('next cell')")
+    assert reply["status"] == "ok", reply
+    count = int(reply["execution_count"])
+    k.run("from pi_notebook.notebook.state import state_for")
+    outputs = f"state_for(get_ipython()).errors.outputs.get({count}, [])"
+    recorded = k.value(f"[o.get('text/plain') for o in {outputs}]")
+    assert recorded == "[\"'next cell'\"]"

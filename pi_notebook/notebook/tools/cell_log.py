@@ -20,6 +20,9 @@ from typing import Any
 from .references import truncate
 
 TRACEBACK_CHARS = 4000
+UNRECORDED = "pi_notebook_unrecorded"
+"""A display whose metadata has this key is the extension's (the Explain / Fix offer shown after
+the cell was filed): it is not recorded as the next cell's output."""
 _OWN_CELL = re.compile(r"^(?:[ \t]*(?:#[^\n]*)?\n)*[ \t]*%%?pi(?:\s|$)")
 
 
@@ -57,7 +60,9 @@ class CellErrorLog:
             return
 
         def recording_publish(data: Any = None, metadata: Any = None, *args: Any, **kwargs: Any) -> Any:
-            if isinstance(data, dict) and not kwargs.get("update") and len(self._pending) < MAX_OUTPUTS:
+            mine = isinstance(metadata, dict) and metadata.get(UNRECORDED)  # the extension's offer
+            room = len(self._pending) < MAX_OUTPUTS
+            if isinstance(data, dict) and not mine and not kwargs.get("update") and room:
                 self._pending.append(dict(data))
             return publish(data, metadata, *args, **kwargs)
 
