@@ -161,6 +161,8 @@ class RunPlace(Protocol):
     display_id: str | None
     bundle: dict[str, Any] | None
     """The frozen output, once ``update`` has it."""
+    failed: bool
+    """``told`` said the run failed."""
 
     def live(self, run: PiRun) -> None:
         """Show the run's live view in the place."""
@@ -173,9 +175,6 @@ class RunPlace(Protocol):
 
     def update(self, bundle: dict[str, Any], raw: bool = True) -> None:
         """Replace the live view by the frozen output ``bundle``."""
-
-    failed: bool
-    """``told`` said the run failed."""
 
     def told(self, line: str, failed: bool = False) -> None:
         """A line beside the buttons (``""``: none)."""
