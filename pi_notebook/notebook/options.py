@@ -101,6 +101,9 @@ class RunOptions:
         self.no_tools: bool = self.tools.strip() == "none"
         """``--tools none``: no notebook tool and no MCP tool either."""
         self.plan = self.plan or self.plan_run
+        self.read_only: bool = self.plan
+        """Only the read-only notebook tools (no MCP tool, none of the conversation's own): a
+        planning run, and ``%pi explain`` (``plan_mode``)."""
         self.replay = self.replay or bool(env_flag(REPLAY_ENV))
         cost, tokens = self.max_cost, self.max_total_tokens
         self.budget: Budget | None = (

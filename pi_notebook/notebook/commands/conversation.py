@@ -68,6 +68,10 @@ HELP = f"""\
   extension load MODULE_OR_PATH   load a Pi extension (def setup(pi)); list: what is loaded
   NAME [ARGS]             a command an extension registered (pi.register_command)
   undo                    take back what the last run changed in the notebook (alone in a cell)
+  fix [N]                 a run that fixes the last failing cell (or cell [N]): it proposes an
+                          edit_cell diff to apply, then reruns the cell (template /fix)
+  explain [N]             why the last failing cell (or cell [N]) failed; read-only tools only
+                          (template /explain). Both: the buttons under a failed cell's error
   approvals [clear]       the conversation's "Allow for this conversation" grants; clear: forget them
   help                    this text
 """
@@ -339,6 +343,15 @@ def _extension_cmd(state: NotebookState, name: str | None, rest: str) -> None:
     extension_subcommand(state, name, rest)
 
 
+def _help_with_error(kind: str) -> Any:
+    def command(state: NotebookState, name: str | None, rest: str) -> None:
+        from ..run.error_help import help_command  # the run machinery loads with the command
+
+        help_command(kind)(state, name, rest)
+
+    return command
+
+
 def _help_cmd(state: NotebookState, name: str | None, rest: str) -> None:
     print(HELP)
 
@@ -359,6 +372,8 @@ SUBCOMMANDS = {
     "export": export_cmd,
     "undo": undo_command,
     "approvals": approvals_command,
+    "fix": _help_with_error("fix"),
+    "explain": _help_with_error("explain"),
     **SESSION_SUBCOMMANDS,
     **RESOURCE_SUBCOMMANDS,
 }

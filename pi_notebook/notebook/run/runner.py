@@ -80,7 +80,6 @@ __all__ = ["PiRun", "prepare_run", "run_pi", "run_pi_sync"]
 
 _display: Callable[..., Any] = _untyped_display
 
-
 RETRIED_IN_PLACE = "The failed attempt of this prompt was replaced by this run (the prompt is sent once)."
 
 RUN_EVENTS = frozenset({"agent_start", "message_end", "compaction_end", "auto_retry_end", "budget_reached"})
@@ -212,11 +211,11 @@ class PiRun:
             comms=self._hears_comms(), code_timeout=options.code_limit(headless),
             on_progress=self._code_progress,
         )
-        # planning (--plan): the read-only notebook tools only (prepare_run chose them); the
-        # conversation's own tools and MCP tools may change state
-        own = [] if options.plan else [t for t in held.tools if not is_notebook_tool(t)]
+        # planning (--plan), %pi explain: the read-only notebook tools only (prepare_run chose
+        # them); the conversation's own tools and MCP tools may change state
+        own = [] if options.read_only else [t for t in held.tools if not is_notebook_tool(t)]
         mcp = self.mcp_tools if self.mcp_tools is not None else await self.state.mcp_tools()
-        mcp = [] if options.no_tools or options.plan else mcp
+        mcp = [] if options.no_tools or options.read_only else mcp
         every = own + tools.build(options.tool_names) + mcp + self.extra_tools
         gate = self._gate()
         self.printed = printed_calls_of(self, gate, every)  # --tool-mode, --recovered-calls
@@ -432,13 +431,14 @@ class PiRun:
 
 
 def prepare_run(
-    state: NotebookState, line: str, body: str, where: CellContext, executing: Plan | None = None
-) -> PiRun:
+    state: NotebookState, line: str, body: str, where: CellContext, executing: Plan | None = None,
+    *, read_only: bool = False,
+) -> PiRun:  # fmt: skip
     """Parse and plan the cell, then make its run (main thread; nothing runs yet). With
     ``--plan`` the run plans (read-only tools, the plan instruction); ``executing``: the run
-    carries out that accepted plan (``planning.py``)."""
+    carries out that accepted plan (``planning.py``); ``read_only``: read-only tools only."""
     options = parse_options(line, state.config, state.mcp_tool_names())
-    plan_mode(options, executing)
+    plan_mode(options, executing, read_only)
     if not strip_markers(body).strip():
         raise UsageError("%%pi needs a prompt: write it in the cell body")
     conversation, notes = prepare_conversation(state, options, where)
