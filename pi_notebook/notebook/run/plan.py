@@ -27,6 +27,7 @@ from ...ai.models import user_models_problem
 from ...ai.types import UserMessage
 from ...runtime import AgentSession, AgentSessionSettings, Budget
 from ...runtime.budget import check_priced, reached
+from ...runtime.resources.loader import Resources
 from ..config import MODEL_ENV
 from ..defaults import conversation_budget as conversation_budget_of
 from ..defaults import session_settings
@@ -84,6 +85,9 @@ class RunPlan:
     """What the conversation's runs may spend together (``PiMagics.max_conversation_*``)."""
     name: str = ""
     """The conversation's (``options.name``)."""
+    resources: Resources | None = None
+    """The folder's resources as the cell read them at its start (``CellContext``): the run
+    uses them as they are, without looking at the files again."""
 
 
 def prepare_conversation(
@@ -172,6 +176,7 @@ def plan_run(
         budget=options.budget,
         conversation_budget=conversation_budget,
         name=options.name,
+        resources=resources,
     )
 
 

@@ -236,7 +236,8 @@ class PiRun:
             await probe_local_server(self.session)
             with extensions.using_ui(self._extension_ui()):
                 await self.session.prompt(  # --tools none: not the skills' read tool either
-                    self.plan.message, run=run, budget=self.plan.budget, skills=not options.no_tools
+                    self.plan.message, run=run, budget=self.plan.budget, skills=not options.no_tools,
+                    resources=self.plan.resources,
                 )
                 await self._offer_unparsed(gate, run)
         except asyncio.CancelledError:
@@ -290,7 +291,7 @@ class PiRun:
             announce=self._announce_policy,
             preview=self.state.tools.preview,
             grants=self.grants if mode.can_ask else None,  # headless: no grant offered nor applied
-            grant_ui=self.view if isinstance(self.view, GrantUI) else None,
+            grant_ui=self.view if mode.can_ask and isinstance(self.view, GrantUI) else None,
             guard=self.loop_guard,
         )
 
@@ -508,10 +509,8 @@ async def run_pi(line: str, body: str) -> None:
     shell = _shell()
     state = state_for(shell)
     where = cell_context(state, awaited=True)
-    try:
-        with watch_sigint():
-            # before planning: trust decides what /name expands to
-            where = await ask_trust(state, shell, where)
+    try:  # before planning: trust decides what /name expands to
+        where = await ask_trust(state, shell, where)
     except asyncio.CancelledError:  # an interrupt while the question waited, as for a run
         raise RunInterrupted from None
     failed = await _discover(state, where)  # after trust: a project's extensions wait for it

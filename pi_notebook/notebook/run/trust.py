@@ -21,6 +21,7 @@ from IPython.display import display as _untyped_display
 
 from ...runtime.resources.trust import TrustStoreError, trust_options
 from ..host.compat import cell_running, get_kernel, install_comm_ack
+from ..host.interrupts import watch_sigint
 from ..state import NotebookState
 from .context import CellContext
 
@@ -61,7 +62,8 @@ async def ask_trust(state: NotebookState, shell: Any, where: CellContext) -> Cel
         done = cell_running(kernel)
     handle = _display(card.widget, display_id=True)
     try:
-        label = await card.answer
+        with watch_sigint():  # an interrupt cancels the wait at once (only while it waits)
+            label = await card.answer
     except asyncio.CancelledError:  # an interrupt while the question waits: nothing is decided
         _settle(card, handle, "Not answered (the cell was interrupted): the folder is still undecided.")
         raise
