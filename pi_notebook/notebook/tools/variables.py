@@ -65,6 +65,27 @@ def variable_names(shell: Any, pattern: str | None, include_modules: bool) -> tu
     return sorted(names), total
 
 
+_ATOMS = frozenset({bool, float, complex, str, type(None)})
+_INT_BITS = 4096
+"""An ``int`` up to this many bits prints in microseconds (a huge one takes quadratic time)."""
+_QUICK_ITEMS = 64
+
+
+def _atom(value: Any) -> bool:
+    kind = type(value)
+    return kind in _ATOMS or (kind is int and value.bit_length() <= _INT_BITS)
+
+
+def _quick(value: Any) -> bool:
+    """Whether ``value``'s one-line summary runs only the interpreter's own code over a bounded
+    part of it (exact builtin scalars, a ``str`` whose repr is cut first, a short list or tuple
+    of them): no code of the user's, nothing that could be slow, so no thread is needed."""
+    kind = type(value)
+    if kind is list or kind is tuple:
+        return len(value) <= _QUICK_ITEMS and all(_atom(item) for item in value)
+    return _atom(value)
+
+
 def _row(name: str, value: Any) -> str:
     summary = secret_placeholder(name, value) if looks_secret(name) else one_line(value)
     return f"{name}: {type(value).__name__} = {summary}"
@@ -91,7 +112,10 @@ async def list_text(ns: Mapping[str, Any], names: list[str], limit: int, signal:
             rows.append(row)
 
     try:
-        await run_bounded(summarise, what="the variables", signal=signal)
+        if all(_quick(ns.get(name)) for name in shown):
+            summarise()  # a thread handover would cost more than these summaries
+        else:
+            await run_bounded(summarise, what="the variables", signal=signal)
         done = rows
     except SummaryTimedOut:
         stop.set()
