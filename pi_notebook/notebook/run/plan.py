@@ -28,7 +28,7 @@ from ...ai.types import UserMessage
 from ...runtime import AgentSession, AgentSessionSettings, Budget
 from ...runtime.budget import check_priced, reached
 from ...runtime.resources.loader import Resources
-from ..config import MODEL_ENV
+from ..config import MODEL_ENV, Policy
 from ..defaults import conversation_budget as conversation_budget_of
 from ..defaults import session_settings
 from ..options import RunOptions
@@ -37,7 +37,7 @@ from ..sessions.replay import Recording, find_recording
 from ..state import NotebookState
 from ..tools.notebook_tools import STATE_CHANGING_TOOLS, is_notebook_tool
 from ..tools.pictures import reference_content
-from .approval import ApprovalSetup, RunMode, gated_by_run
+from .approval import ApprovalSetup, RunMode, gated_by_run, resolve_policy
 from .context import CellContext
 from .requests import seed_notice
 
@@ -67,6 +67,8 @@ class RunPlan:
     """What the model gets: the prompt with ``$`expr``` expanded, and the references."""
     mode: RunMode
     approval: ApprovalSetup
+    approvals: dict[str, Policy]
+    """The per-tool policies (``c.PiMagics.approvals``) as the cell read them."""
     gated: tuple[str, ...]
     """The tools whose policy is ``--approve``'s (the approval notice names them)."""
     notices: tuple[str, ...]
@@ -147,8 +149,12 @@ def plan_run(
     model = session.model
     sees_images = model is None or "image" in model.input
     content = reference_content(typed, state.shell, state.errors, sees_images=sees_images)
-    gated = _gated_tools(state, options, session)
-    approval = state.approval(options.approve, mode, gated)
+    approvals = state.approvals()
+    gated = _gated_tools(options, session, approvals)
+    approval = resolve_policy(
+        options.approve, can_ask=mode.can_ask, headless=mode.headless, inactive_reason=mode.reason,
+        gated=gated,
+    )
     raise_on_error = mode.headless.headless if options.raise_on_error is None else options.raise_on_error
     conversation_budget = conversation_budget_of(state.config)
     if not options.replay:
@@ -162,6 +168,7 @@ def plan_run(
         message=UserMessage(content=content),
         mode=mode,
         approval=approval,
+        approvals=approvals,
         gated=tuple(gated),
         notices=(
             *_setting_notices(state, options, session, where),
@@ -180,11 +187,10 @@ def plan_run(
     )
 
 
-def _gated_tools(state: NotebookState, options: RunOptions, session: AgentSession) -> list[str]:
+def _gated_tools(options: RunOptions, session: AgentSession, approvals: dict[str, Policy]) -> list[str]:
     """The tools of this run whose policy is ``--approve``'s: the state-changing notebook tools
-    it offers and the conversation's own ``requires_approval`` tools, unless
-    ``c.PiMagics.approvals`` or the tool's own policy (MCP) decides for them."""
-    approvals = state.approvals()
+    it offers and the conversation's own ``requires_approval`` tools, unless ``approvals``
+    (``c.PiMagics.approvals``) or the tool's own policy (MCP) decides for them."""
     offered: list[tuple[str, Any]] = [
         (n, None) for n in sorted(set(STATE_CHANGING_TOOLS).intersection(options.tools))
     ]
