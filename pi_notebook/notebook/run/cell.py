@@ -47,7 +47,7 @@ def prepare_run(
     """Parse and plan the cell, then make its run (main thread; nothing runs yet). With
     ``--plan`` the run plans (read-only tools, the plan instruction); ``executing``: the run
     carries out that accepted plan (``planning.py``)."""
-    options = parse_options(line, state.config, state.mcp_tool_names())
+    options = parse_options(line, where.config, state.mcp_tool_names())
     plan_mode(options, executing)
     if not strip_markers(body).strip():
         raise UsageError("%%pi needs a prompt: write it in the cell body")

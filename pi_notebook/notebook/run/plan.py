@@ -24,7 +24,7 @@ from typing import Any
 from IPython.core.error import UsageError
 
 from ...ai.models import user_models_problem
-from ...ai.types import UserMessage
+from ...ai.types import Model, UserMessage
 from ...runtime import AgentSession, AgentSessionSettings, Budget
 from ...runtime.budget import check_priced, reached
 from ...runtime.resources.loader import Resources
@@ -156,7 +156,7 @@ def plan_run(
         gated=gated,
     )
     raise_on_error = mode.headless.headless if options.raise_on_error is None else options.raise_on_error
-    conversation_budget = conversation_budget_of(state.config)
+    conversation_budget = conversation_budget_of(where.config)
     if not options.replay:
         _check_budgets(options, session, conversation_budget)
     policy_line = approval.notice if gated else None
@@ -171,7 +171,7 @@ def plan_run(
         approvals=approvals,
         gated=tuple(gated),
         notices=(
-            *_setting_notices(state, options, session, where),
+            *_setting_notices(state, options, session, where, model or session.state.model),
             *upfront,
             *state.resources.notices(resources),
             *notes,
@@ -199,13 +199,12 @@ def _gated_tools(options: RunOptions, session: AgentSession, approvals: dict[str
 
 
 def _setting_notices(
-    state: NotebookState, options: RunOptions, session: AgentSession, where: CellContext
+    state: NotebookState, options: RunOptions, session: AgentSession, where: CellContext, model: Model
 ) -> list[str]:
     """Lines that explain a setting: what is wrong with Pi's ``settings.json`` (each problem
     once), a ``--thinking`` level the model ignores (once per conversation and model), an
     ignored seed."""
     lines = state.settings_notices([*where.chosen.notices(), *filter(None, [user_models_problem()])])
-    model = session.state.model
     level = options.thinking or session.thinking_level
     ignored = level != "off" and not model.reasoning
     thinking = state.thinking_ignored(options.name, model, level) if ignored else None

@@ -204,7 +204,7 @@ class PiRun:
         mcp = self.mcp_tools if self.mcp_tools is not None else await self.state.mcp_tools()
         mcp = [] if options.no_tools or options.plan else mcp
         every = own + tools.build(options.tools) + mcp + self.extra_tools
-        gate = self._gate()
+        gate = self._gate(tools.preview)
         run = run_options(
             options, tools=every, before_tool_call=gate, should_stop_after_turn=self._after_turn
         )
@@ -264,8 +264,9 @@ class PiRun:
         reason = self.plan.mode.reason
         return reason != FALLBACK_REASON and inactive_controls_reason(self.shell) is None
 
-    def _gate(self) -> ApprovalGate:
-        """The approval policies of this run: ``--approve``, the per-tool map, tools' own."""
+    def _gate(self, preview: Any) -> ApprovalGate:
+        """The approval policies of this run: ``--approve``, the per-tool map, tools' own;
+        ``preview``: the notebook tools' preview of a change (``NotebookTools.preview``)."""
         mode = self.plan.mode
         return ApprovalGate(
             self.plan.approval.policy,
@@ -276,7 +277,7 @@ class PiRun:
             headless=mode.headless.headless,
             signal=lambda: self.agent.signal,
             announce=self._announce_policy,
-            preview=self.state.tools.preview,
+            preview=preview,
             grants=self.grants if mode.can_ask else None,  # headless: no grant offered nor applied
             grant_ui=self.view if mode.can_ask and isinstance(self.view, GrantUI) else None,
             guard=self.loop_guard,
