@@ -3,6 +3,8 @@
 * Summaries run the values' own code, on a thread of their own with a time limit (``bounded``):
   a slow ``__repr__`` never holds the kernel, and Stop or a kernel interrupt ends the tool at
   once. ``list_variables`` keeps the rows it finished and names the value that was too slow.
+  A listing of plain builtin values only (``_quick``: their summaries run no user code and
+  read a bounded part of each) is made on the spot: handing it to the thread would cost more.
 * A dotted path (``model.config``) is followed with ``inspect.getattr_static``: a stored
   attribute (instance or class dict, ``__slots__``, a C-level field) is read, a method is bound,
   but a property or any other descriptor is reported as such, unevaluated, and an attribute
