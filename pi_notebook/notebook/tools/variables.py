@@ -97,11 +97,11 @@ async def list_text(ns: Mapping[str, Any], names: list[str], limit: int, signal:
     """One row per variable of ``names[:limit]``; rows not summarised in time say so."""
     shown = names[:limit]
     rows: list[str] = []
-    stop = threading.Event()
+    stop: threading.Event | None = None  # set when the thread's summary is abandoned
 
     def summarise() -> None:
         for name in shown:
-            if stop.is_set():
+            if stop is not None and stop.is_set():
                 return
             value = ns.get(name)
             try:
@@ -117,10 +117,12 @@ async def list_text(ns: Mapping[str, Any], names: list[str], limit: int, signal:
         if all(_quick(ns.get(name)) for name in shown):
             summarise()  # a thread handover would cost more than these summaries
         else:
+            stop = threading.Event()
             await run_bounded(summarise, what="the variables", signal=signal)
         done = rows
     except SummaryTimedOut:
-        stop.set()
+        if stop is not None:
+            stop.set()
         done = list(rows)
         if len(done) < len(shown):  # else the last row came in just as the time ran out
             slow = shown[len(done)]
