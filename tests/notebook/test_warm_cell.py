@@ -134,3 +134,16 @@ def test_timestamps_are_exact_across_second_boundaries(ms: int) -> None:
     assert iso_to_ms(ms_to_iso(ms)) == ms
     ms_to_iso(ms)  # the same second again, from the cache
     assert iso_to_ms(ms_to_iso(ms)) == ms
+
+
+def test_a_trait_configured_at_its_default_value_counts_as_set_by_the_user() -> None:
+    from traitlets.config import Config
+
+    from pi_notebook.notebook.config import PiConfig
+
+    config = Config()
+    config.PiMagics.retries = PiConfig.class_traits()["retries"].default_value
+    found = PiConfig(config=config)
+    assert found.user_set_of(("retries", "compact", "thinking")) == {"retries"}
+    found.compact = not found.compact
+    assert found.user_set_of(("retries", "compact", "thinking")) == {"retries", "compact"}
