@@ -64,8 +64,8 @@ if TYPE_CHECKING:
     from .magics import PiMagics
     from .result import PiResult
     from .run.approval import ask_approval
+    from .run.cell import run_pi, run_pi_sync
     from .run.errors import RunFailed
-    from .run.runner import run_pi, run_pi_sync
     from .sessions.observer import StateObserver
     from .state import NotebookState, state_for
     from .view.live import LiveView
@@ -86,8 +86,8 @@ _HOMES = {
     "load_ipython_extension": "load",
     "render_html": "view.render",
     "render_text": "view.render",
-    "run_pi": "run.runner",
-    "run_pi_sync": "run.runner",
+    "run_pi": "run.cell",
+    "run_pi_sync": "run.cell",
     "state_for": "state",
     "unload_ipython_extension": "load",
 }

@@ -509,8 +509,11 @@ class PiConfig(Configurable):
     def user_set_of(self, names: tuple[str, ...]) -> frozenset[str]:
         """Those of ``names`` the user set (``user_set``), in one call (the config's sections
         looked up once, not per name)."""
-        sections = [self.config[s] for s in self.section_names() if s in self.config]
-        configured = {name for name in names if any(name in section for section in sections)}
+        wanted = frozenset(names)
+        configured: set[str] = set()
+        for section in self.section_names():
+            if section in self.config:  # a section's keys are plain names: a set operation
+                configured.update(wanted.intersection(self.config[section]))
         return frozenset(
             name for name in names if name in configured or getattr(self, name) != self.trait_defaults(name)
         )

@@ -5,7 +5,7 @@ await the agent, and the kernel handles widget messages (Stop, Approve, steering
 cell only while that cell *awaits* (ipykernel >= 7.4). The transformer rewrites a cell whose
 first token is exactly ``%%pi`` into one top-level ``await _pi_run(line, body)``, so the cell
 blocks until the run ends (Run All and nbval keep their order) while comms are handled.
-``_pi_run`` is ``run.runner.run_pi``, (re)bound in the user namespace (hidden from ``%who``) each
+``_pi_run`` is ``run.cell.run_pi``, (re)bound in the user namespace (hidden from ``%who``) each
 time the transformer emits a call to it: a traceback or ``In[n]`` then reads as what it is.
 
 Rules: comment lines (and blank lines) may precede ``%%pi``; ``%%pi_sync`` or ``%%pie`` are
@@ -113,7 +113,7 @@ def make_transformer(shell: Any) -> Any:
         line, body = found
         if not can_await(shell):
             return [_SYNC_CALL.format(line=line, body=body)]
-        from .run.runner import run_pi  # the run machinery loads with the first %%pi cell
+        from .run.cell import run_pi  # the run machinery loads with the first %%pi cell
 
         shell.user_ns[RUN_NAME] = run_pi  # a %reset or the user may have removed it
         shell.user_ns_hidden[RUN_NAME] = run_pi

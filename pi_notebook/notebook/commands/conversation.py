@@ -24,7 +24,7 @@ from ..defaults import Effective
 from ..host.compat import can_await
 from ..options import model_option
 from ..result import sum_usage
-from ..run.approval import RunMode
+from ..run.approval import RunMode, explain_policy, run_mode
 from ..run.requests import silent_server_bound
 from ..sessions.conversations import use_model
 from ..state import NotebookState
@@ -165,7 +165,7 @@ def _status_cmd(state: NotebookState, name: str | None, rest: str) -> None:
     model = session.model
     usage = sum_usage([m for m in session.messages if getattr(m, "role", None) == "assistant"])
     # What the next %%pi cell of this client would do: awaited when the transformer can await.
-    mode = state.run_mode(awaited=can_await(state.shell), text=state.config.text)
+    mode = run_mode(state.shell, awaited=can_await(state.shell), text=state.config.text)
     headless = mode.headless
     lines = [
         f"conversation: {name or DEFAULT_NAME} (of {', '.join(state.names())})",
@@ -178,7 +178,7 @@ def _status_cmd(state: NotebookState, name: str | None, rest: str) -> None:
         f"tools: {state.config.tools}",
         f"timeout: {timeout_line(state.config, state.defaults())}",
         f"loop guard: {loop_guard_line(state.config.loop_guard)}",
-        f"approve: {state.explain_approval(mode)}",
+        f"approve: {explain_policy(state.config.approve or None, mode)}",  # type: ignore[arg-type]
         *_approvals_lines(state),
         *grants_status(state, name),
         f"controls: {controls_line(mode)}",

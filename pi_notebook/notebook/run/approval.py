@@ -41,7 +41,6 @@ ipykernel < 7.4, the non-awaited fallback). ``ask`` where nobody can click degra
 from __future__ import annotations
 
 import asyncio
-import json
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from contextvars import ContextVar, Token
 from dataclasses import dataclass
@@ -57,7 +56,7 @@ from ..host.headless import Headless, detect_headless
 from ..sessions.grants import GRANTED, Grants, offer_label
 from ..tools.edits import PreviewRefused
 from ..tools.notebook_tools import STATE_CHANGING_TOOLS
-from .loop_guard import LoopGuard
+from .loop_guard import LoopGuard, canonical_json
 
 USER_DENIED = "Tool call denied by the user."
 USER_REJECTED = "The user rejected this change; nothing was changed."
@@ -253,8 +252,7 @@ CallKey: TypeAlias = tuple[str, str, str]
 
 
 def call_key(call: ToolCall) -> CallKey:
-    arguments = json.dumps(call.arguments, sort_keys=True, ensure_ascii=False, default=repr)
-    return call.id, call.name, arguments
+    return call.id, call.name, canonical_json(call.arguments)
 
 
 class ApprovalGate:

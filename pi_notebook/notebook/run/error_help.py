@@ -42,13 +42,13 @@ from IPython.core.error import UsageError
 from ...runtime.resources.templates import PromptTemplate, load_template, substitute_args
 from ..bridge import BridgeRefused, BridgeUnavailable, NotebookBridge
 from ..host.compat import get_kernel
-from ..host.interrupts import watch_sigint
 from ..state import NotebookState, state_for
 from ..tools.cell_log import FailedCell
 from ..tools.references import redact_known, secret_values
+from .cell import discover, prepare_run, run_awaited, run_sync, tell
 from .context import CellContext, cell_context
 from .errors import RunInterrupted
-from .runner import PiRun, _discover, _run_awaited, _run_sync, _tell, prepare_run
+from .runner import PiRun
 from .trust import ask_trust
 
 __all__ = ["KINDS", "failed_cell", "help_awaited", "help_clicked", "help_command", "help_prompt"]
@@ -120,15 +120,14 @@ async def help_awaited(shell: Any, line: str) -> None:
     failed = failed_cell(state, kind, parse_number(kind, rest))
     where = cell_context(state, awaited=True)
     try:
-        with watch_sigint():
-            where = await ask_trust(state, shell, where)
+        where = await ask_trust(state.resources, shell, where)
     except asyncio.CancelledError:
         raise RunInterrupted from None
-    problems = await _discover(state, where)
+    problems = await discover(state, where)
     prompt = help_prompt(state, kind, failed, where)
     run = prepare_run(state, options, prompt, where, read_only=kind == "explain")
-    _tell(run, problems)
-    await _run_awaited(run)
+    tell(run, problems)
+    await run_awaited(run)
 
 
 def help_command(kind: str) -> Callable[[NotebookState, str | None, str], None]:
@@ -139,14 +138,14 @@ def help_command(kind: str) -> Callable[[NotebookState, str | None, str], None]:
         failed = failed_cell(state, kind, parse_number(kind, rest))
         where = cell_context(state, awaited=False)
         problems: list[str] = []
-        loader = threading.Thread(target=lambda: problems.extend(asyncio.run(_discover(state, where))))
+        loader = threading.Thread(target=lambda: problems.extend(asyncio.run(discover(state, where))))
         loader.start()  # its own loop: this thread may be inside the kernel's running one
         loader.join()
         options = f"--name {name}" if name else ""
         prompt = help_prompt(state, kind, failed, where)
         run = prepare_run(state, options, prompt, where, read_only=kind == "explain")
-        _tell(run, problems)
-        _run_sync(run)
+        tell(run, problems)
+        run_sync(run)
 
     return command
 
@@ -185,13 +184,13 @@ async def help_clicked(state: NotebookState, kind: str, failed: FailedCell, plac
     beside the buttons, never a traceback in an idle kernel's log."""
     try:
         where = cell_context(state, awaited=True)  # no trust question: nothing here can show it
-        problems = await _discover(state, where)
+        problems = await discover(state, where)
         prompt = help_prompt(state, kind, failed, where)
         run = prepare_run(state, "", prompt, where, read_only=kind == "explain")
     except UsageError as exc:
         place.told(f"Not started: {exc}", failed=True)
         return
-    _tell(run, problems)
+    tell(run, problems)
     cell = await _own_cell(state, failed, kind, place) if kind == "fix" else None
     below = f"Pi's fix is in the cell below (# %pi fix {failed.count})."
     if cell is None:

@@ -263,8 +263,12 @@ def _note_repeat(state: ViewState, card: ToolCard) -> None:
     card.same_as = f"same as call {n}, {how}"
 
 
+_canonical_json = json.JSONEncoder(sort_keys=True, ensure_ascii=False, default=repr).encode
+"""``json.dumps(..., sort_keys=True, ensure_ascii=False, default=repr)`` from one encoder."""
+
+
 def _same_key(name: str, arguments: Any) -> tuple[str, str]:
-    return name, json.dumps(arguments, sort_keys=True, ensure_ascii=False, default=repr)
+    return name, _canonical_json(arguments)
 
 
 _BLOCK_HANDLERS: dict[str, Callable[[ViewState, Any], None]] = {
