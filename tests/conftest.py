@@ -49,6 +49,13 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.timeout(BROWSER_TIMEOUT_S))
 
 
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """Stop the JupyterLab servers the browser tests shared (``notebook/browser_lab.py``)."""
+    browser_lab = sys.modules.get("browser_lab")
+    if browser_lab is not None:
+        browser_lab.stop_idle_servers()
+
+
 def pytest_unconfigure(config: pytest.Config) -> None:
     for key, value in _saved.items():
         if value is None:
