@@ -5,6 +5,7 @@ prompt starts.
 ```
 .venv/bin/python -m bench.bench_cell --base /tmp/pi-base     # a `git worktree add` of bd0eb01
 .venv/bin/python -m bench.bench_cell --base /tmp/pi-base --cells 60 --rounds 5
+.venv/bin/python -m bench.bench_cell --base /tmp/pi-base --also /tmp/pi-main --rounds 11   # three trees
 ```
 
 Each tree runs in its own child process (``PYTHONPATH`` = that tree), alternating base, this,
@@ -20,8 +21,9 @@ answers (the same scripted responses in both trees). After ``--warm`` untimed ce
 * **cpu**: ``time.process_time()`` per cell (all threads of the child), median over ``--cells``
   cells without the profiler.
 
-The report gives both per tree, their ratio (this / base, the median of the rounds), and the
-issue's goals: at most 150 crossings, CPU <= 1.0x the base tree's.
+The report gives both per tree, the ratios (this / base, and this / each ``--also`` tree: the
+median of the paired rounds, each tree in its own child, in the same round), and the issue's
+goals: at most 150 crossings, CPU <= 1.0x the base tree's.
 """
 
 from __future__ import annotations
@@ -138,6 +140,10 @@ def measure(tree: Path, cells: int, warm: int, tools: str = "") -> dict[str, Any
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--base", required=True, type=Path, help="a checkout of the tree to compare with")
+    parser.add_argument(
+        "--also", action="append", type=Path, default=[], metavar="TREE",
+        help="another checkout measured in the same rounds (e.g. main before a branch); repeatable",
+    )
     parser.add_argument("--cells", type=int, default=40)
     parser.add_argument("--warm", type=int, default=5)
     parser.add_argument("--rounds", type=int, default=3)
@@ -147,19 +153,26 @@ def main() -> None:
         help=f"offer only the tools bd0eb01 had ({BASE_TOOLS}) in both trees: the same requests",
     )
     args = parser.parse_args()
-    rows: dict[str, list[dict[str, Any]]] = {"base": [], "this": []}
+    trees = {"base": args.base, **{f"also{i + 1}": tree for i, tree in enumerate(args.also)}, "this": REPO}
+    rows: dict[str, list[dict[str, Any]]] = {name: [] for name in trees}
     for _ in range(args.rounds):
-        for name, tree in (("base", args.base), ("this", REPO)):
+        for name, tree in trees.items():
             rows[name].append(measure(tree, args.cells, args.warm, BASE_TOOLS if args.same_tools else ""))
     cpu = {name: statistics.median(r["cpu_ms"] for r in found) for name, found in rows.items()}
-    ratios = [t["cpu_ms"] / b["cpu_ms"] for b, t in zip(rows["base"], rows["this"], strict=True)]
     crossings = {name: found[0]["crossings"] for name, found in rows.items()}
-    print(f"{'tree':<6} {'crossings':>10} {'cpu ms/cell':>12}")
-    for name in ("base", "this"):
-        print(f"{name:<6} {crossings[name]:>10} {cpu[name]:>12.2f}")
-    ratio = statistics.median(ratios)
-    print(f"cpu this/base: {ratio:.2f}x (median of {args.rounds} paired rounds: "
-          f"{', '.join(f'{r:.2f}' for r in ratios)})")  # fmt: skip
+    print(f"{'tree':<6} {'crossings':>10} {'cpu ms/cell':>12}  path")
+    for name, tree in trees.items():
+        print(f"{name:<6} {crossings[name]:>10} {cpu[name]:>12.2f}  {tree}")
+    ratio = 0.0
+    for name in trees:
+        if name == "this":
+            continue
+        ratios = [t["cpu_ms"] / b["cpu_ms"] for b, t in zip(rows[name], rows["this"], strict=True)]
+        median = statistics.median(ratios)
+        ratio = median if name == "base" else ratio
+        listed = ", ".join(f"{r:.2f}" for r in ratios)
+        print(f"cpu this/{name}: {median:.2f}x (median of {args.rounds} paired rounds: {listed}; "
+              f"range {min(ratios):.2f}-{max(ratios):.2f})")  # fmt: skip
     print(f"goals: crossings <= 150: {'yes' if crossings['this'] <= 150 else 'no'}; "
           f"cpu <= 1.0x base: {'yes' if ratio <= 1.0 else 'no'}")  # fmt: skip
 

@@ -49,6 +49,13 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.timeout(BROWSER_TIMEOUT_S))
 
 
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """Stop the JupyterLab servers the browser tests shared (``notebook/browser_lab.py``)."""
+    browser_lab = sys.modules.get("browser_lab")
+    if browser_lab is not None:
+        browser_lab.stop_idle_servers()
+
+
 def pytest_unconfigure(config: pytest.Config) -> None:
     for key, value in _saved.items():
         if value is None:
@@ -112,8 +119,35 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
 def wheel_venv(tmp_path_factory: pytest.TempPathFactory) -> WheelVenv:
     """This checkout's wheel installed into a fresh venv (``wheel_venv.py``), built once for the
     session: ``test_wheel_install.py`` and the wheel-backed Chromium edit test share it. The first
-    test that asks for it pays the build (10-70 s) in its own time limit."""
+    test that asks for it pays the build (10-70 s) in its own time limit. Under pytest-xdist
+    (``-n 2``) the workers share one build too (``_shared_wheel_venv``)."""
+    if "PYTEST_XDIST_WORKER" in os.environ:
+        return _shared_wheel_venv(tmp_path_factory.getbasetemp().parent)
     return install_wheel(tmp_path_factory.mktemp("wheel-install"))
+
+
+def _shared_wheel_venv(run_root: Path) -> WheelVenv:
+    """The build in the temp dir all xdist workers of this run share, made by the first worker
+    to ask under an exclusive lock while the others wait (bounded by their tests' time limits:
+    pytest-timeout interrupts the wait). A failed build leaves no marker, so the next asker
+    builds again and fails its own test."""
+    import fcntl
+    import json
+
+    where, marker = run_root / "wheel-install", run_root / "wheel-install.json"
+    with (run_root / "wheel-install.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            if marker.exists():
+                made = json.loads(marker.read_text())
+                return WheelVenv(Path(made["where"]), made["env"])
+            shutil.rmtree(where, ignore_errors=True)
+            where.mkdir()
+            venv = install_wheel(where)
+            marker.write_text(json.dumps({"where": str(venv.where), "env": venv.env}))
+            return venv
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
 
 
 @pytest.fixture

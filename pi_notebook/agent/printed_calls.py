@@ -12,7 +12,7 @@ a turn that should call a tool with text that holds the call:
 * ``fenced``: ```python (``py``, ``python3``) blocks, read as calls of the Python tool when
   the run has one (``run_code``) and the answer ends with a block: the model wrote its code
   and stopped. An answer that goes on after its code (an explanation, an example among
-  prose) is an answer, not a call.
+  prose) is an answer, not a call. (``printed_turns`` reads blocks only from local models.)
 
 ``printed_calls`` finds them, in the order they appear. A candidate counts only when it names
 one of the given tools and its arguments pass that tool's JSON schema (``validate_tool_call``):

@@ -32,6 +32,7 @@ from typing import Any, TypeAlias
 from ..ai.call_ids import CallIds
 from ..ai.event_stream import AssistantMessageEventStream
 from ..ai.events import AssistantMessageEvent
+from ..ai.providers.openai_completions_request import is_local_model
 from ..ai.types import (
     AssistantMessage,
     Context,
@@ -113,10 +114,14 @@ def _plain_answer(message: AssistantMessage) -> bool:
     return not any(isinstance(b, ToolCall) for b in message.content)
 
 
-def _recover(message: AssistantMessage, context: Context, accept: Accept) -> AssistantMessage:
+def _recover(message: AssistantMessage, context: Context, accept: Accept, local: bool) -> AssistantMessage:
     if not _plain_answer(message) or not context.tools:
         return message
-    calls = printed_calls(_text(message), context.tools, python_tool=PYTHON_TOOL)
+    # A ```python block that ends an answer is read as a call only from a local model: a hosted
+    # model that ends its answer with code is showing it (a fix, an example), and every such
+    # answer would otherwise stop for Approve / Deny.
+    python_tool = PYTHON_TOOL if local else None
+    calls = printed_calls(_text(message), context.tools, python_tool=python_tool)
     if not calls or not accept(calls):
         return message
     return with_calls(message, calls, context.messages)
@@ -213,6 +218,7 @@ def printed_turns(
 
     def stream(model: Model, context: Context, options: Any = None) -> Any:
         has_python = any(tool.name == PYTHON_TOOL for tool in context.tools or ())
+        local = is_local_model(model)
         sent = context
         if mode == "code" and system_prompt is not None:
             sent = code_context(context, system_prompt)
@@ -220,7 +226,7 @@ def printed_turns(
         def rewrite(message: AssistantMessage) -> AssistantMessage:
             if mode == "code":
                 return _code_calls(message, context, has_python)
-            return message if accept is None else _recover(message, context, accept)
+            return message if accept is None else _recover(message, context, accept, local)
 
         response = inner(model, sent, options)
         if inspect.isawaitable(response):

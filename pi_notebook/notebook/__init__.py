@@ -10,8 +10,9 @@ Top level, the extension and what every part reads:
   its conversations, defaults, notebook tools, cell error log, approval setup, the kernel's MCP
   servers), ``result`` (``PiResult``), ``conversations`` (the functions behind
   ``pi_notebook.current()``), ``resources`` (Pi's context files, skills and templates of the
-  folder), ``pi_extensions`` (``NotebookExtensions``: Pi's extensions in the kernel, loaded on
-  first use), ``usage_log`` (every run's tokens and cost).
+  folder), ``error_actions`` (what a failing cell shows under its traceback),
+  ``pi_extensions`` (``NotebookExtensions``: Pi's extensions in the kernel, loaded on first
+  use), ``usage_log`` (every run's tokens and cost).
 
 Sub-packages, by concern:
 
@@ -22,10 +23,12 @@ Sub-packages, by concern:
   ``AgentSession``), ``approval`` (the gate, ``ask_approval`` for user hooks, the run mode),
   ``extension_ui`` (``CellUI``: an extension's ``ctx.ui`` in the cell, or the headless
   answers), ``requests`` (the run's ``AgentRunOptions``), ``errors``, ``faux_stand_in`` (the
-  offline model when none is configured).
+  offline model when none is configured), ``error_help`` + ``error_buttons`` (``%pi fix`` /
+  ``%pi explain`` and the Explain / Fix buttons under a failing cell).
 * ``host/``: every ipykernel / IPython wrapper, what depends on the ipykernel version:
-  ``compat``, ``interrupts`` (SIGINT and the fallback's main-thread bridge), ``pages``,
-  ``queued``. (``pi_notebook.kernel`` is the Pi kernel, another thing.)
+  ``compat``, ``headless`` (can anybody click in this run), ``interrupts`` (SIGINT and the
+  fallback's main-thread bridge), ``pages``, ``queued``. (``pi_notebook.kernel`` is the Pi
+  kernel, another thing.)
 * ``view/``: ``reduce``, the pure reducer of agent and session events into a ``ViewState``
   (``state``, ``notices``), with no widget imports; ``render/`` (``text``, ``static_html``,
   ``markdown``): deterministic ``text/plain``, static ``text/html`` and Markdown from a
@@ -61,8 +64,8 @@ if TYPE_CHECKING:
     from .magics import PiMagics
     from .result import PiResult
     from .run.approval import ask_approval
+    from .run.cell import run_pi, run_pi_sync
     from .run.errors import RunFailed
-    from .run.runner import run_pi, run_pi_sync
     from .sessions.observer import StateObserver
     from .state import NotebookState, state_for
     from .view.live import LiveView
@@ -83,8 +86,8 @@ _HOMES = {
     "load_ipython_extension": "load",
     "render_html": "view.render",
     "render_text": "view.render",
-    "run_pi": "run.runner",
-    "run_pi_sync": "run.runner",
+    "run_pi": "run.cell",
+    "run_pi_sync": "run.cell",
     "state_for": "state",
     "unload_ipython_extension": "load",
 }

@@ -376,6 +376,10 @@ OPTIONS: tuple[Option, ...] = (
     Option(None, "Ask before the model's Nth identical tool call in a row runs (same tool, same arguments); "
            "denied, or with nobody to ask, it does not run and the run stops; 0: off.",
            trait="loop_guard", type=int, default=3, check=_at_least_0),
+    Option(None, "Under a failing cell's traceback, show Explain and Fix buttons (where nothing can "
+           "click them, one line naming %pi explain N / %pi fix N); never in headless runs. Nothing calls "
+           "a model until one is clicked. False: show nothing.",
+           trait="error_actions", type=bool, default=True, applies="kernel"),
     Option(None, "Per-tool approval policy, tool name or glob pattern -> ask|auto|deny; an entry wins "
            "over the tool's own policy (MCP config) and over --approve.",
            trait="approvals", type=dict, default={}, applies="kernel", check=check_approvals),
@@ -456,6 +460,7 @@ class PiConfig(Configurable):
     raise_on_error: bool | None
     replay: bool
     loop_guard: int
+    error_actions: bool
     approvals: dict[str, Policy]
     mcp_config: str
     headless_code_timeout: float
@@ -504,8 +509,11 @@ class PiConfig(Configurable):
     def user_set_of(self, names: tuple[str, ...]) -> frozenset[str]:
         """Those of ``names`` the user set (``user_set``), in one call (the config's sections
         looked up once, not per name)."""
-        sections = [self.config[s] for s in self.section_names() if s in self.config]
-        configured = {name for name in names if any(name in section for section in sections)}
+        wanted = frozenset(names)
+        configured: set[str] = set()
+        for section in self.section_names():
+            if section in self.config:  # a section's keys are plain names: a set operation
+                configured.update(wanted.intersection(self.config[section]))
         return frozenset(
             name for name in names if name in configured or getattr(self, name) != self.trait_defaults(name)
         )

@@ -5,22 +5,25 @@ await the agent, and the kernel handles widget messages (Stop, Approve, steering
 cell only while that cell *awaits* (ipykernel >= 7.4). The transformer rewrites a cell whose
 first token is exactly ``%%pi`` into one top-level ``await _pi_run(line, body)``, so the cell
 blocks until the run ends (Run All and nbval keep their order) while comms are handled.
-``_pi_run`` is ``run.runner.run_pi``, (re)bound in the user namespace (hidden from ``%who``) each
+``_pi_run`` is ``run.cell.run_pi``, (re)bound in the user namespace (hidden from ``%who``) each
 time the transformer emits a call to it: a traceback or ``In[n]`` then reads as what it is.
 
 Rules: comment lines (and blank lines) may precede ``%%pi``; ``%%pi_sync`` or ``%%pie`` are
 left alone; a cell that is exactly ``%pi undo`` becomes ``await _pi_undo(...)`` (undo waits
 for the notebook's answers, see ``commands/undo.py``), and one that is exactly
-``%pi export ...`` becomes ``await _pi_export(...)`` (it inserts cells, ``commands/export.py``);
+``%pi export ...`` becomes ``await _pi_export(...)`` (it inserts cells, ``commands/export.py``),
+and ``%pi fix|explain [N]`` alone ``await _pi_help(...)`` (a run, ``run/error_help.py``);
 with autoawait off, or a non-asyncio loop runner, the cell becomes a plain call of the
 registered ``%%pi`` cell magic (the non-interactive fallback). The transform runs on every
 cell, so it does the cheap check first.
 
 Loading also registers ``PiMagics`` (``%%pi`` fallback, ``%pi``), a ``post_run_cell`` hook
-that records cell errors for ``read_cells``, and, on ipykernel >= 7.4, the ``comm_msg``
+that records cell errors for ``read_cells`` and ``%pi fix``, one that shows Explain / Fix
+under a failing cell (``error_actions.py``), and, on ipykernel >= 7.4, the ``comm_msg``
 status wrapper (``host.compat.install_comm_ack``), and starts the MCP servers of
 ``c.PiMagics.mcp_config`` if set. Loading twice is harmless. Loading imports only the light
-modules those need (``magics``, ``config``, ``state``, ``tools.cell_log``, ``host.compat``):
+modules those need (``magics``, ``config``, ``state``, ``tools.cell_log``, ``host.compat``,
+``error_actions``):
 the agent, the providers, pydantic, ipywidgets and the renderers load with the first ``%%pi``
 or ``%pi``.
 """
@@ -30,6 +33,7 @@ from __future__ import annotations
 import sys
 from typing import Any
 
+from .error_actions import offer
 from .host.compat import can_await, get_kernel, install_comm_ack, uninstall_comm_ack
 from .magics import PiMagics
 from .state import state_for
@@ -42,6 +46,8 @@ UNDO_NAME = "_pi_undo"
 _UNDO_CALL = "await " + UNDO_NAME + "(get_ipython())\n"
 EXPORT_NAME = "_pi_export"
 _EXPORT_CALL = "await " + EXPORT_NAME + "(get_ipython(), {line!r})\n"
+HELP_NAME = "_pi_help"
+_HELP_CALL = "await " + HELP_NAME + "(get_ipython(), {line!r})\n"
 
 
 def is_undo_cell(lines: list[str]) -> bool:
@@ -50,14 +56,15 @@ def is_undo_cell(lines: list[str]) -> bool:
     return len(code) == 1 and code[0].split() == ["%pi", "undo"]
 
 
-def export_line(lines: list[str]) -> str | None:
-    """The rest of the line when the cell is ``%pi [--name N] export ...`` alone."""
+def export_line(lines: list[str], commands: tuple[str, ...] = ("export",)) -> str | None:
+    """The rest of the line when the cell is ``%pi [--name N] export ...`` alone (or another of
+    ``commands``)."""
     code = [line.strip() for line in lines if line.strip() and not line.lstrip().startswith("#")]
     if len(code) != 1 or not code[0].startswith("%pi "):
         return None
     words = code[0].split()
     at = 3 if words[1:2] == ["--name"] else 1
-    return code[0][4:].strip() if words[at : at + 1] == ["export"] else None
+    return code[0][4:].strip() if words[at : at + 1] and words[at] in commands else None
 
 
 def split_pi_cell(lines: list[str]) -> tuple[str, str] | None:
@@ -95,11 +102,18 @@ def make_transformer(shell: Any) -> Any:
                 shell.user_ns[EXPORT_NAME] = export_awaited
                 shell.user_ns_hidden[EXPORT_NAME] = export_awaited
                 return [_EXPORT_CALL.format(line=line)]
+            line = export_line(lines, ("fix", "explain"))
+            if line is not None and can_await(shell):
+                from .run.error_help import help_awaited
+
+                shell.user_ns[HELP_NAME] = help_awaited
+                shell.user_ns_hidden[HELP_NAME] = help_awaited
+                return [_HELP_CALL.format(line=line)]
             return lines
         line, body = found
         if not can_await(shell):
             return [_SYNC_CALL.format(line=line, body=body)]
-        from .run.runner import run_pi  # the run machinery loads with the first %%pi cell
+        from .run.cell import run_pi  # the run machinery loads with the first %%pi cell
 
         shell.user_ns[RUN_NAME] = run_pi  # a %reset or the user may have removed it
         shell.user_ns_hidden[RUN_NAME] = run_pi
@@ -124,6 +138,8 @@ def load_ipython_extension(shell: Any) -> None:
     record = state.errors.record
     if record not in shell.events.callbacks.get("post_run_cell", []):
         shell.events.register("post_run_cell", record)
+    if offer not in shell.events.callbacks.get("post_run_cell", []):
+        shell.events.register("post_run_cell", offer)  # after record: it reads what record filed
     kernel = get_kernel(shell)
     if kernel is not None:
         install_comm_ack(kernel)
@@ -139,6 +155,7 @@ def unload_ipython_extension(shell: Any) -> None:
     manager.magics["cell"].pop("pi", None)
     manager.magics["line"].pop("pi", None)
     record = state_for(shell).errors.record
-    if record in shell.events.callbacks.get("post_run_cell", []):
-        shell.events.unregister("post_run_cell", record)
+    for hook in (record, offer):
+        if hook in shell.events.callbacks.get("post_run_cell", []):
+            shell.events.unregister("post_run_cell", hook)
     uninstall_comm_ack(get_kernel(shell))

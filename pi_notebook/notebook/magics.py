@@ -46,7 +46,7 @@ class PiMagics(Magics, PiConfig):
     @_decorator(_magic.cell_magic, "pi")
     def pi_cell(self, line: str, cell: str) -> None:
         """Run a prompt through the agent (non-interactive fallback; see ``%pi help``)."""
-        from .run.runner import run_pi_sync
+        from .run.cell import run_pi_sync
 
         run_pi_sync(line, cell, shell=self.shell)
 

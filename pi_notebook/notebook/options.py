@@ -101,6 +101,9 @@ class RunOptions:
         self.no_tools: bool = self.tools.strip() == "none"
         """``--tools none``: no notebook tool and no MCP tool either."""
         self.plan = self.plan or self.plan_run
+        self.read_only: bool = self.plan
+        """Only the read-only notebook tools (no MCP tool, none of the conversation's own): a
+        planning run, and ``%pi explain`` (``plan_mode``)."""
         self.replay = self.replay or bool(env_flag(REPLAY_ENV))
         cost, tokens = self.max_cost, self.max_total_tokens
         self.budget: Budget | None = (
@@ -124,17 +127,30 @@ class RunOptions:
         return limit or None
 
 
+_PARSED: dict[str, argparse.Namespace] = {}
+"""Each ``%%pi`` line parsed so far -> its namespace. The parse is a function of the line alone
+(the parser is built once, at import), and a notebook repeats a few lines, so a cell parses its
+line once per kernel; the defaults and every check of the rows still apply per cell
+(``run_values`` reads the namespace and never changes it)."""
+_PARSED_MAX = 256
+
+
 def parse_options(line: str, config: PiConfig, mcp_names: Iterable[str] = ()) -> RunOptions:
     """Parse the ``%%pi`` line; raises ``UsageError`` (one line) on any bad option (an unknown
     tool's names ``mcp_names`` among the tools there are)."""
-    try:
-        argv = shlex.split(line)  # POSIX quoting: --system "Be brief." gives the text without quotes
-    except ValueError as exc:
-        raise UsageError(f"cannot parse %%pi options: {exc}") from None
-    try:
-        parsed = PARSER.parse_args(argv)
-    except UsageError as exc:
-        raise UsageError(did_you_mean(str(exc), argv)) from None
+    parsed = _PARSED.get(line)
+    if parsed is None:
+        try:
+            argv = shlex.split(line)  # POSIX quoting: --system "Be brief." gives the text without quotes
+        except ValueError as exc:
+            raise UsageError(f"cannot parse %%pi options: {exc}") from None
+        try:
+            parsed = PARSER.parse_args(argv)
+        except UsageError as exc:
+            raise UsageError(did_you_mean(str(exc), argv)) from None
+        if len(_PARSED) >= _PARSED_MAX:
+            _PARSED.clear()
+        _PARSED[line] = parsed
     return RunOptions(run_values(parsed, config), config, mcp_names)
 
 

@@ -82,18 +82,22 @@ def run_result(
 
 def sum_usage(messages: list[Any]) -> Usage:
     """The usage of ``messages`` (assistant messages) added up, cost breakdown included."""
-    total = Usage(cost=Cost())
+    tokens = [0, 0, 0, 0, 0]  # input, output, cache_read, cache_write, total_tokens
+    dollars = [0.0, 0.0, 0.0, 0.0, 0.0]  # the same for the cost, total last
+    estimated = False
     for message in messages:
-        u = message.usage
-        total.input += u.input
-        total.output += u.output
-        total.cache_read += u.cache_read
-        total.cache_write += u.cache_write
-        total.total_tokens += u.total_tokens
-        if u.estimated:  # one answer completed by the session's estimate makes the sum one
-            total.estimated = True
-        for name in ("input", "output", "cache_read", "cache_write", "total"):
-            setattr(total.cost, name, getattr(total.cost, name) + getattr(u.cost, name))
+        u, c = message.usage, message.usage.cost
+        for i, value in enumerate((u.input, u.output, u.cache_read, u.cache_write, u.total_tokens)):
+            tokens[i] += value
+        for i, value in enumerate((c.input, c.output, c.cache_read, c.cache_write, c.total)):
+            dollars[i] += value
+        # one answer completed by the session's estimate makes the sum one
+        estimated = estimated or bool(u.estimated)
+    names = ("input", "output", "cache_read", "cache_write")
+    cost = Cost(**dict(zip(names, dollars, strict=False)), total=dollars[4])
+    total = Usage(**dict(zip(names, tokens, strict=False)), total_tokens=tokens[4], cost=cost)
+    if estimated:
+        total.estimated = True
     return total
 
 

@@ -37,7 +37,6 @@ if TYPE_CHECKING:
     from .pi_extensions import NotebookExtensions
     from .resources import NotebookResources
     from .result import PiResult
-    from .run.approval import ApprovalSetup, RunMode
     from .sessions.files import SessionFiles
     from .tools.notebook_tools import NotebookTools
     from .view.run_view import RunView
@@ -205,36 +204,9 @@ class NotebookState:
 
     # --- approvals ------------------------------------------------------------------------------
 
-    def run_mode(self, *, awaited: bool, text: bool) -> RunMode:
-        """How a run started now could be watched (live or static, can anyone click)."""
-        from .run.approval import run_mode
-
-        return run_mode(self.shell, awaited=awaited, text=text)
-
-    def approval(
-        self, requested: Policy | None, mode: RunMode, gated: Iterable[str] | None = None
-    ) -> ApprovalSetup:
-        """The policy in force for a run in ``mode`` and the notice that explains it (naming the
-        ``gated`` tools; default: the state-changing notebook tools)."""
-        from .run.approval import resolve_policy
-        from .tools.notebook_tools import STATE_CHANGING_TOOLS
-
-        if gated is None:
-            gated = STATE_CHANGING_TOOLS
-        return resolve_policy(
-            requested, can_ask=mode.can_ask, headless=mode.headless, inactive_reason=mode.reason, gated=gated
-        )
-
     def approvals(self) -> dict[str, Policy]:
         """The per-tool policy map (``c.PiMagics.approvals``)."""
         return dict(self.config.approvals)
-
-    def explain_approval(self, mode: RunMode) -> str:
-        """The configured policy as a run in ``mode`` would apply it, and why (``%pi status``)."""
-        from .run.approval import explain_policy
-
-        return explain_policy(self.config.approve or None, mode)  # type: ignore[arg-type]
-
 
     # --- MCP servers --------------------------------------------------------------------------------
 

@@ -344,6 +344,7 @@ class AgentSession(SessionControl):
         run: AgentRunOptions | None = None,
         budget: Budget | None = None,
         skills: bool = True,
+        resources: Resources | None = None,
     ) -> None:
         """Send a prompt and run until the session settles (retries and compactions included).
 
@@ -356,7 +357,9 @@ class AgentSession(SessionControl):
         dollar budget on a model without prices is a ``ValueError``, a conversation whose
         budget is spent a ``RuntimeError``. With extensions, ``/name args`` runs their command
         ``name`` instead, and their ``input`` handlers see the text first; then ``/skill:name``
-        and ``/template`` expand as Pi expands them."""
+        and ``/template`` expand as Pi expands them. ``resources``: what the resource loader
+        gave the caller for this prompt (a notebook cell reads them once, at its start), used
+        as they are; default: the loader's now."""
         self._write_notices.flush()  # a session file problem nobody was told of yet
         prepared = await self._ext.prepare(text, list(images or ()), streaming_behavior)
         if prepared is None:
@@ -379,7 +382,7 @@ class AgentSession(SessionControl):
             finally:
                 self._run = None
         message = text if isinstance(text, UserMessage) else user_message(text, images)
-        run = self._resources.run_options(run, self._agent_state, skills=skills)
+        run = self._resources.run_options(run, self._agent_state, skills=skills, resources=resources)
         messages, run = await self._ext.before_agent_start(message, run)
         await self._run_agent(messages, self._budgets.start(budget, run))
 

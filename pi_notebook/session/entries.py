@@ -334,9 +334,16 @@ def iso_now() -> str:
     return ms_to_iso(now)
 
 
+_second: tuple[int, str] = (0, "1970-01-01T00:00:00")
+"""The last whole second formatted (entries come in bursts: formatting a date is the slow part)."""
+
+
 def ms_to_iso(ms: int) -> str:
-    stamp = datetime.fromtimestamp(ms // 1000, UTC)
-    return f"{stamp:%Y-%m-%dT%H:%M:%S}.{ms % 1000:03d}Z"
+    global _second
+    seconds = ms // 1000
+    if _second[0] != seconds:
+        _second = (seconds, f"{datetime.fromtimestamp(seconds, UTC):%Y-%m-%dT%H:%M:%S}")
+    return f"{_second[1]}.{ms % 1000:03d}Z"
 
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)

@@ -295,6 +295,21 @@ def test_tools_mode_leaves_a_declined_turn_and_real_calls_alone(faux: FauxRegist
     assert ran == ["api"]
 
 
+def test_a_python_block_ending_an_answer_is_a_call_only_from_a_local_model(faux: FauxRegistration) -> None:
+    """A hosted model that ends its answer with code is showing it (a fix, an example); a model
+    on the user's machine that does so meant to run it."""
+    run_code, ran = code_tool()
+    answer = "The cell, fixed:\n\n```python\nx = 1\n```"
+    for base_url, expected in (("https://api.example.com/v1", []), ("http://127.0.0.1:8080/v1", ["x = 1\n"])):
+        ran.clear()
+        faux.set_responses([answer, "It ran."])
+        model = faux.get_model().model_copy(update={"base_url": base_url})
+        agent = Agent(initial_state={"model": model, "tools": [run_code]})
+        run = AgentRunOptions(wrap_stream=lambda own: printed_turns(own, mode="tools", accept=lambda _: True))
+        asyncio.run(agent.prompt("fix it", run=run))
+        assert ran == expected, base_url
+
+
 def test_recovered_ids_are_unique_in_the_transcript(faux: FauxRegistration) -> None:
     run_code, _ = code_tool()
     block = "```python\nx = 1\n```"

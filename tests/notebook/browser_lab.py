@@ -5,17 +5,26 @@ the wheel was installed into (``tests/wheel_venv.py``), and nothing of this chec
 
 Browser pitfalls it avoids, each of which broke a headless run: the news toast (its button
 opens an external tab), restored workspaces, and the PyPI-backed extension manager.
+
+A plain ``Lab`` (this checkout's, not a subclass's nor a venv's) reuses the server a previous
+test left, per app and bridge setting, instead of starting one (1-4 s each): each test gets a
+directory of its own under the server's root, and leaves the server with no session and no
+kernel (or it is stopped). ``stop_idle_servers`` stops what is left at the end of the run.
 """
 
 from __future__ import annotations
 
+import atexit
+import itertools
 import json
 import os
 import secrets
+import shutil
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.request
 from collections.abc import Iterator
@@ -52,6 +61,33 @@ LAB_DIRS = {
 """The server's own dirs (environment variable: subdirectory of the lab's root)."""
 
 
+_IDLE: dict[tuple[str, bool], tuple[subprocess.Popen[bytes], int, str, Path]] = {}
+"""Servers a finished test left, by (app, bridge): the process, port, token and its dirs' root."""
+_NEXT = itertools.count()
+
+
+def stop_idle_servers() -> None:
+    """Stop the servers tests left for the next one (the end of the test run)."""
+    while _IDLE:
+        _, (proc, _port, _token, home) = _IDLE.popitem()
+        _stop(proc)
+        shutil.rmtree(home, ignore_errors=True)
+
+
+atexit.register(stop_idle_servers)
+
+
+def _stop(proc: subprocess.Popen[bytes]) -> None:
+    if proc.poll() is not None:
+        return
+    proc.send_signal(signal.SIGTERM)  # the server shuts its kernels down
+    try:
+        proc.wait(timeout=15)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)  # our own session only
+        proc.wait(timeout=5)
+
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -83,14 +119,20 @@ class Lab:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.proc: subprocess.Popen[bytes] | None = None
+        self.home = root
+        """Where the server's dirs and log are: ``root``, or a shared server's own temp dir."""
+        self.shared = type(self) is Lab and venv is None
+        """Whether the server is shared with the tests before and after (module docstring)."""
+        self._prefix = ""  # the notebooks' path under the server's root dir
+        self._log_from = 0
 
     def _env(self) -> dict[str, str]:
         if self.venv is not None:
             return self._venv_env(self.venv)
         env = {k: v for k, v in os.environ.items() if not k.startswith(("PI_NOTEBOOK_", "JPY_", "JUPYTER"))}
-        env.update({name: str(self.root / sub) for name, sub in LAB_DIRS.items()})
+        env.update({name: str(self.home / sub) for name, sub in LAB_DIRS.items()})
         # This checkout's notebook bridge (the venv may hold another checkout's, or none).
-        env["JUPYTER_PATH"] = str(self.root / "share")
+        env["JUPYTER_PATH"] = str(self.home / "share")
         return env
 
     def _venv_env(self, venv: WheelVenv) -> dict[str, str]:
@@ -114,7 +156,7 @@ class Lab:
             disabled = {"disabledExtensions": {"pi-notebook-bridge": True}}
             (labconfig / "page_config.json").write_text(json.dumps(disabled))
         elif self.venv is None and (BRIDGE_BUILD / "package.json").exists():
-            extensions = self.root / "share" / "labextensions"
+            extensions = self.home / "share" / "labextensions"
             extensions.mkdir(parents=True, exist_ok=True)
             (extensions / "pi-notebook-bridge").symlink_to(BRIDGE_BUILD, target_is_directory=True)
         if self.venv is not None:
@@ -132,6 +174,39 @@ class Lab:
         )
 
     def __enter__(self) -> Lab:
+        if self.shared:
+            self._prefix = f"t{next(_NEXT)}/nb/"  # the folder is "nb" as on a server of its own
+            if self._adopt():
+                return self
+            self.home = Path(tempfile.mkdtemp(prefix="pi-browser-lab-"))
+            self.notebooks = self.home / "nb"
+        self._start()
+        if self.shared:
+            self.notebooks = self.notebooks / self._prefix
+            self.notebooks.mkdir(parents=True)
+        return self
+
+    def _adopt(self) -> bool:
+        """Take the idle server of this app and bridge setting, if it is still up."""
+        idle = _IDLE.pop((self.app, self.bridge), None)
+        if idle is None:
+            return False
+        proc, port, token, home = idle
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/status?token={token}", timeout=5):
+                pass
+        except OSError:
+            _stop(proc)
+            return False
+        self.proc, self.port, self.token, self.home = proc, port, token, home
+        self.url = f"http://127.0.0.1:{port}"
+        self.notebooks = home / "nb" / self._prefix
+        self.notebooks.mkdir(parents=True)
+        log = home / "lab.log"
+        self._log_from = log.stat().st_size if log.exists() else 0
+        return True
+
+    def _start(self) -> None:
         self.notebooks.mkdir(parents=True, exist_ok=True)
         env = self._env()
         self._write_settings(env)
@@ -153,12 +228,11 @@ class Lab:
                 "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
                 "--LabApp.news_url=None",
             ]
-        log = (self.root / "lab.log").open("wb")
+        log = (self.home / "lab.log").open("wb")
         self.proc = subprocess.Popen(
-            cmd, env=env, cwd=self.root, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+            cmd, env=env, cwd=self.home, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
         )
         self._wait_up(60)
-        return self
 
     def _wait_up(self, timeout: float) -> None:
         deadline = time.monotonic() + timeout
@@ -174,19 +248,47 @@ class Lab:
         raise TimeoutError(f"JupyterLab did not start in {timeout} s: {self.log_tail()}")
 
     def log_tail(self, lines: int = 30) -> str:
-        path = self.root / "lab.log"
-        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:]) if path.exists() else ""
+        """The server's log since this test took it, its last ``lines``."""
+        path = self.home / "lab.log"
+        if not path.exists():
+            return ""
+        with path.open("rb") as log:
+            log.seek(self._log_from)
+            text = log.read().decode(errors="replace")
+        return "\n".join(text.splitlines()[-lines:])
 
     def __exit__(self, *exc: Any) -> None:
         proc = self.proc
         if proc is None or proc.poll() is not None:
             return
-        proc.send_signal(signal.SIGTERM)  # the server shuts its kernels down
+        key = (self.app, self.bridge)
+        if self.shared and key not in _IDLE and self._shut_kernels_down():
+            _IDLE[key] = (proc, self.port, self.token, self.home)
+            return
+        _stop(proc)
+
+    def _api(self, method: str, path: str) -> Any:
+        request = urllib.request.Request(f"{self.url}/api/{path}?token={self.token}", method=method)
+        with urllib.request.urlopen(request, timeout=15) as reply:
+            body = reply.read()
+        return json.loads(body) if body else None
+
+    def _shut_kernels_down(self, timeout: float = 20.0) -> bool:
+        """End every session and kernel of this test, as a fresh server has none: whether the
+        server got there within ``timeout`` (if not, it is stopped, not shared)."""
         try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)  # our own session only
-            proc.wait(timeout=5)
+            for session in self._api("GET", "sessions"):
+                self._api("DELETE", f"sessions/{session['id']}")
+            for kernel in self._api("GET", "kernels"):
+                self._api("DELETE", f"kernels/{kernel['id']}")
+            deadline = time.monotonic() + timeout
+            while self._api("GET", "kernels") or self._api("GET", "sessions"):
+                if time.monotonic() > deadline:
+                    return False
+                time.sleep(0.1)
+        except OSError:
+            return False
+        return True
 
     def write_notebook(self, name: str, cells: list[str], ids: list[str] | None = None) -> str:
         """Write code cells (``ids``: their cell ids; a source starting ``# md\n`` is a
@@ -209,8 +311,8 @@ class Lab:
         }
         (self.notebooks / name).write_text(json.dumps(notebook))
         if self.app == "lab":
-            return f"{self.url}/lab/tree/{name}?token={self.token}&reset"
-        return f"{self.url}/notebooks/{name}?token={self.token}"
+            return f"{self.url}/lab/tree/{self._prefix}{name}?token={self.token}&reset"
+        return f"{self.url}/notebooks/{self._prefix}{name}?token={self.token}"
 
 
 @contextmanager

@@ -5,7 +5,7 @@ not saved, inserts two cells (the card shows the cells Apply inserts), proposes 
 test Applies one and Rejects the other), runs the edited cell on approval, deletes a cell
 (asked although the run is not ``ask`` for the others), and tries to edit a cell the user
 changed while the run waited: refused, the user's text kept. After saving, the file holds
-exactly the accepted changes; undo (the button under the run in JupyterLab, ``%pi undo`` in
+exactly the accepted changes; undo (Undo all under the run in JupyterLab, ``%pi undo`` in
 Notebook 7) then restores everything the run changed, and the saved file says so again.
 
 Needs the ``pi-notebook-bridge`` labextension built by ``scripts/setup.sh``; without it the
@@ -232,7 +232,7 @@ def _drive(page: Any, cells: Any, saved: Path, app: str, name: str) -> None:
 
     if app == "lab":  # the button under the run
         told = run.locator(".jp-OutputArea")
-        run.get_by_role("button", name="Undo this run's notebook changes").click()
+        run.get_by_role("button", name="Undo all").click()  # the review of the run's changes
     else:  # the command
         undo = page.locator(".jp-Cell", has_text="%pi undo").last
         undo.locator(".jp-InputArea-editor").click()

@@ -13,7 +13,9 @@
   the new page gets the live view at once although it waits for the running cell (streaming,
   or a pending Approve that works), and the run freezes there.
 
-Screenshots go to ``test-output/browser/reload-*.png``. Never downloads a browser.
+The long answers hold mid-stream until the test releases them (``faux_gate.py``): each reload
+lands mid-run, and each run then ends at once. Screenshots go to
+``test-output/browser/reload-*.png``. Never downloads a browser.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent))
 
 from browser_lab import CHROMIUM, SHOTS, Lab, chromium_page
+from faux_gate import held_setup, release
 from test_browser import run_cell, step
 from test_browser_notebook7 import _run_first_cell
 
@@ -39,11 +42,11 @@ pytestmark = [
 ]
 playwright_sync = pytest.importorskip("playwright.sync_api")
 
-WORDS = "".join(f"w{i} " for i in range(400))
-SETUP = f'''\
+WORDS = "".join(f"w{i} " for i in range(80))
+SETUP = f"""\
 %load_ext pi_notebook
 from pi_notebook.ai.faux import register_faux_provider, faux_assistant_message, faux_text, faux_tool_call
-faux = register_faux_provider(token_size={{"min": 1, "max": 1}}, tokens_per_second=20)
+faux = register_faux_provider(token_size={{"min": 1, "max": 1}})
 faux.set_responses([
     faux_assistant_message({WORDS!r} + "the end."),
     faux_assistant_message(
@@ -53,8 +56,7 @@ faux.set_responses([
     ),
     faux_assistant_message("Set after the reload, **done**."),
 ])
-print("setup done")
-'''
+"""
 STREAM = "%%pi --model faux:faux-1\nCount slowly."
 APPROVE = "%%pi\nSet a variable."
 SHOW = "%pi show\n%pi show 2"
@@ -114,7 +116,8 @@ def test_a_run_survives_a_reload(tmp_path: Path, app: str) -> None:
     # Without the notebook bridge: what a frontend without the labextension gets (with it, the
     # run's own cell is written: test_browser_reload_bridge.py).
     with Lab(tmp_path, app=app, bridge=False) as lab, playwright_sync.sync_playwright() as p:
-        cells = [SETUP, STREAM, APPROVE, SHOW, CHECK, UNSAVED, SHOW_UNSAVED, UNSAVED_APPROVE, SHOW_UNSAVED]
+        setup = held_setup(SETUP, lab.root / "release")
+        cells = [setup, STREAM, APPROVE, SHOW, CHECK, UNSAVED, SHOW_UNSAVED, UNSAVED_APPROVE, SHOW_UNSAVED]
         url = lab.write_notebook("reload.ipynb", cells)
         with chromium_page(p, lab, f"reload-{app}-failure.png") as page:
             cells = _open(page, lab, url, reload=False)
@@ -143,6 +146,7 @@ def _stream_then_reload(page: Any, lab: Lab, cells: Any, expect: Any) -> Any:
     assert "the end." not in shown, "reloaded too late: the stream had ended"
     _shot(page, lab, "1-back-mid-stream")
     step(f"{lab.app}: live view back after the reload")
+    release(lab.root / "release")
     frozen = cells.nth(1).locator(".pi-static")
     expect(frozen).to_contain_text("the end.", timeout=60_000)  # kept streaming, then froze
     expect(frozen).to_contain_text("saved during the run and opened again")
@@ -222,6 +226,7 @@ def _unsaved(page: Any, lab: Lab, expect: Any) -> None:
     cells.nth(6).scroll_into_view_if_needed()
     _shot(page, lab, "8-unsaved-show-live")
     step(f"{lab.app}: unsaved reload, live view back in the %pi show cell")
+    release(lab.root / "release")
     frozen = cells.nth(6).locator(".pi-static")
     expect(frozen).to_contain_text("the end.", timeout=60_000)
     expect(frozen).to_have_count(1)  # the %pi show itself added nothing when its turn came

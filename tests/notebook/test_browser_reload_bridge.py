@@ -9,7 +9,8 @@ run back, whatever was saved.
   the cell's output through the bridge) and freezes there.
 * An approval pending, reloaded without saving: Approve is back in the run's cell and works.
 
-Without the extension the fallbacks apply (``test_browser_reload.py``). Screenshots go to
+Without the extension the fallbacks apply (``test_browser_reload.py``). The long answers hold
+mid-stream until the test releases them (``faux_gate.py``). Screenshots go to
 ``test-output/browser/reload-bridge-*.png``. Never downloads a browser.
 """
 
@@ -24,6 +25,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent))
 
 from browser_lab import BRIDGE_BUILD, CHROMIUM, SHOTS, Lab, chromium_page
+from faux_gate import held_setup, release
 from test_browser import run_cell, step
 from test_browser_notebook7 import _run_first_cell
 from test_browser_reload import _open, _restart_kernel, _save
@@ -37,11 +39,11 @@ pytestmark = [
 ]
 playwright_sync = pytest.importorskip("playwright.sync_api")
 
-WORDS = "".join(f"w{i} " for i in range(300))
-SETUP = f'''\
+WORDS = "".join(f"w{i} " for i in range(80))
+SETUP = f"""\
 %load_ext pi_notebook
 from pi_notebook.ai.faux import register_faux_provider, faux_assistant_message, faux_text, faux_tool_call
-faux = register_faux_provider(token_size={{"min": 1, "max": 1}}, tokens_per_second=20)
+faux = register_faux_provider(token_size={{"min": 1, "max": 1}})
 faux.set_responses([
     faux_assistant_message({WORDS!r} + "the end."),
     faux_assistant_message({WORDS!r} + "the second end."),
@@ -52,8 +54,7 @@ faux.set_responses([
     ),
     faux_assistant_message("Set after the reload, **done**."),
 ])
-print("setup done")
-'''
+"""
 SAVED = "%%pi --model faux:faux-1\nCount slowly."
 UNSAVED = "%%pi --model faux:faux-1\nCount again, unsaved."
 APPROVE = "%%pi\nSet a variable, unsaved."
@@ -70,7 +71,8 @@ def test_the_run_comes_back_in_its_own_cell(tmp_path: Path, app: str) -> None:
         pytest.importorskip("notebook", reason="Jupyter Notebook 7 is not installed")
     expect = playwright_sync.expect
     with Lab(tmp_path, app=app) as lab, playwright_sync.sync_playwright() as p:
-        url = lab.write_notebook("bridge.ipynb", [SETUP, SAVED, UNSAVED, APPROVE])
+        setup = held_setup(SETUP, lab.root / "release")
+        url = lab.write_notebook("bridge.ipynb", [setup, SAVED, UNSAVED, APPROVE])
         with chromium_page(p, lab, f"reload-bridge-{app}-failure.png") as page:
             cells = _open(page, lab, url, reload=False)
             (run_cell if app == "lab" else _run_first_cell)(page, cells.nth(0))
@@ -87,6 +89,8 @@ def _saved_then_reloaded(page: Any, lab: Lab, cells: Any, expect: Any) -> Any:
     _save(page, lab, "bridge.ipynb")
     cells = _open(page, lab, "", reload=True)
     expect(cells.nth(1).locator(".pi-view").first).to_contain_text("w2", timeout=30_000)
+    assert "the end." not in cells.nth(1).locator(".pi-view").first.inner_text(), "reloaded too late"
+    release(lab.root / "release")
     frozen = cells.nth(1).locator(".pi-static")
     expect(frozen).to_contain_text("the end.", timeout=60_000)
     expect(cells.nth(1).locator(WIDGET)).to_have_count(0)  # the cell's output is the static view
@@ -109,6 +113,7 @@ def _reloaded_unsaved(page: Any, lab: Lab, cells: Any, expect: Any) -> Any:
     expect(cells.nth(2).get_by_role("button", name="Stop")).to_be_visible()
     assert "the second end." not in live.inner_text(), "the run had ended before the view came back"
     _shot(page, lab, "2-unsaved-live-again")
+    release(lab.root / "release")
     expect(cells.nth(2).locator(".pi-static")).to_contain_text("the second end.", timeout=60_000)
     expect(cells.nth(2).locator(WIDGET)).to_have_count(0)
     step(f"{lab.app}: unsaved reload, the live view back in its own cell, then frozen")

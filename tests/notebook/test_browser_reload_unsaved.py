@@ -8,8 +8,9 @@ bridge (the pi-notebook-bridge labextension), in JupyterLab and Notebook 7 in De
   cell; the bridge inserts it at the end (source, id, the live card) and a notification says so;
   Approve works there, the run ends and the kernel is idle.
 
-Screenshots of each page state go to ``test-output/browser/reload-unsaved-<app>-*.png``.
-Never downloads a browser.
+The long answer holds mid-stream until the test releases it (``faux_gate.py``). Screenshots of
+each page state go to ``test-output/browser/reload-unsaved-<app>-*.png``. Never downloads a
+browser.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent))
 
 from browser_lab import BRIDGE_BUILD, CHROMIUM, SHOTS, Lab, chromium_page
+from faux_gate import held_setup, release
 from test_browser import run_cell, step
 from test_browser_notebook7 import _run_first_cell
 from test_browser_reload import _open, _save
@@ -40,11 +42,11 @@ pytestmark = [
 ]
 playwright_sync = pytest.importorskip("playwright.sync_api")
 
-WORDS = "".join(f"w{i} " for i in range(600))
+WORDS = "".join(f"w{i} " for i in range(80))
 SETUP = f"""\
 %load_ext pi_notebook
 from pi_notebook.ai.faux import register_faux_provider, faux_assistant_message, faux_text, faux_tool_call
-faux = register_faux_provider(token_size={{"min": 1, "max": 1}}, tokens_per_second=10)
+faux = register_faux_provider(token_size={{"min": 1, "max": 1}})
 faux.set_responses([
     faux_assistant_message({WORDS!r} + "the end."),
     faux_assistant_message(
@@ -54,7 +56,6 @@ faux.set_responses([
     ),
     faux_assistant_message("Set after the reload, **done**."),
 ])
-print("setup done")
 """
 TYPED = "%%pi --model faux:faux-1\nCount slowly, typed after the save."
 ADDED = "%%pi\nSet a variable, in a cell added after the save."
@@ -87,7 +88,8 @@ def test_an_unsaved_run_comes_back_after_a_reload(tmp_path: Path, app: str) -> N
         pytest.importorskip("notebook", reason="Jupyter Notebook 7 is not installed")
     expect = playwright_sync.expect
     with Lab(tmp_path, app=app) as lab, playwright_sync.sync_playwright() as p:
-        url = lab.write_notebook("unsaved.ipynb", [SETUP, ""], ids=["setup", EMPTY_ID])
+        setup = held_setup(SETUP, lab.root / "release")
+        url = lab.write_notebook("unsaved.ipynb", [setup, ""], ids=["setup", EMPTY_ID])
         with chromium_page(p, lab, f"reload-unsaved-{app}-failure.png") as page:
             cells = _open(page, lab, url, reload=False)
             (run_cell if app == "lab" else _run_first_cell)(page, cells.nth(0))
@@ -111,6 +113,7 @@ def _source_comes_back(page: Any, lab: Lab, cells: Any, expect: Any) -> None:
     expect(editor).to_contain_text("Count slowly, typed after the save.", timeout=10_000)
     assert "the end." not in live.inner_text(), "the run had ended before the view came back"
     _shot(page, lab, "2-reloaded-source-and-live-view-back")
+    release(lab.root / "release")
     expect(cells.nth(1).locator(".pi-static")).to_contain_text("the end.", timeout=120_000)
     _shot(page, lab, "3-frozen-under-its-source")
     saved = _save(page, lab, "unsaved.ipynb")

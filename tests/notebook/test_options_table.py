@@ -247,7 +247,7 @@ def test_a_bad_row_fails_when_it_is_made(row: Any, problem: str) -> None:
 
 
 NEW_ROWS = '''
-    Option("--answer-style", "how answers are written: native|text", metavar="MODE", choices=("native", "text"),
+    Option("--answer-style", "answers: native|text", metavar="MODE", choices=("native", "text"),
            trait="answer_style", default="native"),
     Option(None, "Show timings under each answer.", trait="show_timings", type=bool, default=True,
            applies="kernel"),

@@ -121,7 +121,7 @@ def test_strip_markers_drops_only_nbval_lines() -> None:
 
 
 def test_the_transformed_cell_names_a_run_function_in_the_namespace(ip: Any) -> None:
-    from pi_notebook.notebook.run.runner import run_pi
+    from pi_notebook.notebook.run.cell import run_pi
 
     ip.user_ns.pop("_pi_run", None)  # e.g. after %reset
     ip.transform_cell("%%pi\nhello\n")

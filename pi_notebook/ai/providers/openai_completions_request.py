@@ -142,6 +142,11 @@ def _families(model: Model) -> set[str]:
     return found
 
 
+def is_local_model(model: Model) -> bool:
+    """A model served on the user's machine (a local provider id or a loopback base URL)."""
+    return "local" in _families(model)
+
+
 def detect_compat(model: Model) -> Compat:
     """Pi's ``detectCompat`` plus Mistral and local servers (Ollama, vLLM, llama.cpp, LM Studio)."""
     families = _families(model)

@@ -24,7 +24,7 @@ from ..defaults import Effective
 from ..host.compat import can_await
 from ..options import model_option
 from ..result import sum_usage
-from ..run.approval import RunMode
+from ..run.approval import RunMode, explain_policy, run_mode
 from ..run.requests import silent_server_bound
 from ..sessions.conversations import use_model
 from ..state import NotebookState
@@ -68,6 +68,10 @@ HELP = f"""\
   extension load MODULE_OR_PATH   load a Pi extension (def setup(pi)); list: what is loaded
   NAME [ARGS]             a command an extension registered (pi.register_command)
   undo                    take back what the last run changed in the notebook (alone in a cell)
+  fix [N]                 a run that fixes the last failing cell (or cell [N]): it proposes an
+                          edit_cell diff to apply, then reruns the cell (template /fix)
+  explain [N]             why the last failing cell (or cell [N]) failed; read-only tools only
+                          (template /explain). Both: the buttons under a failed cell's error
   approvals [clear]       the conversation's "Allow for this conversation" grants; clear: forget them
   help                    this text
 """
@@ -161,7 +165,7 @@ def _status_cmd(state: NotebookState, name: str | None, rest: str) -> None:
     model = session.model
     usage = sum_usage([m for m in session.messages if getattr(m, "role", None) == "assistant"])
     # What the next %%pi cell of this client would do: awaited when the transformer can await.
-    mode = state.run_mode(awaited=can_await(state.shell), text=state.config.text)
+    mode = run_mode(state.shell, awaited=can_await(state.shell), text=state.config.text)
     headless = mode.headless
     lines = [
         f"conversation: {name or DEFAULT_NAME} (of {', '.join(state.names())})",
@@ -174,7 +178,7 @@ def _status_cmd(state: NotebookState, name: str | None, rest: str) -> None:
         f"tools: {state.config.tools}",
         f"timeout: {timeout_line(state.config, state.defaults())}",
         f"loop guard: {loop_guard_line(state.config.loop_guard)}",
-        f"approve: {state.explain_approval(mode)}",
+        f"approve: {explain_policy(state.config.approve or None, mode)}",  # type: ignore[arg-type]
         *_approvals_lines(state),
         *grants_status(state, name),
         f"controls: {controls_line(mode)}",
@@ -339,6 +343,15 @@ def _extension_cmd(state: NotebookState, name: str | None, rest: str) -> None:
     extension_subcommand(state, name, rest)
 
 
+def _help_with_error(kind: str) -> Any:
+    def command(state: NotebookState, name: str | None, rest: str) -> None:
+        from ..run.error_help import help_command  # the run machinery loads with the command
+
+        help_command(kind)(state, name, rest)
+
+    return command
+
+
 def _help_cmd(state: NotebookState, name: str | None, rest: str) -> None:
     print(HELP)
 
@@ -359,6 +372,8 @@ SUBCOMMANDS = {
     "export": export_cmd,
     "undo": undo_command,
     "approvals": approvals_command,
+    "fix": _help_with_error("fix"),
+    "explain": _help_with_error("explain"),
     **SESSION_SUBCOMMANDS,
     **RESOURCE_SUBCOMMANDS,
 }

@@ -165,7 +165,7 @@ async def export_awaited(shell: Any, line: str) -> None:
 
 async def insert(state: NotebookState, export: Export) -> str:
     from ..host.compat import get_kernel, running_cell_id
-    from ..run.approval import detect_headless
+    from ..host.headless import detect_headless
 
     headless = detect_headless(state.shell)
     if headless.headless:  # nbclient, papermill: nobody answers the bridge, so do not wait for it

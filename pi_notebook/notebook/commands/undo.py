@@ -4,8 +4,8 @@ cells removed, edits and deletions restored, outputs of ``run_cell`` put back).
 Undo talks to the notebook through the bridge and waits for its answers, which the kernel
 reads only while a cell awaits: the input transformer (``load.py``) rewrites a cell that
 is exactly ``%pi undo`` into ``await _pi_undo()``; ``%pi undo`` anywhere else is a
-``UsageError`` saying so. Each call takes back one run; a second call the run before it. (The
-Undo button under a run, ``view/undo_button.py``, takes back its own run.)
+``UsageError`` saying so. Each call takes back one run; a second call the run before it. (Undo
+all, in the review under a run, ``run/review.py``, takes back its own run.)
 """
 
 from __future__ import annotations

@@ -1,6 +1,7 @@
-"""What a live ``%%pi`` run leaves under its frozen output: the Undo button (the run changed
-the notebook, ``view/undo_button.py``) and an "Insert as cell" button per successful
-``run_code`` call (the run executed code the notebook should keep).
+"""What a live ``%%pi`` run leaves under its frozen output: an "Insert as cell" button per
+successful ``run_code`` call (the run executed code the notebook should keep), then the review of
+the run's changes to the notebook with Accept all / Undo all (``review.py``,
+``view/review_card.py``), which the output ends with.
 
 The run's output becomes static HTML when it ends, so the tool cards cannot hold buttons; the
 row under the run names each call as its card does (``run_code, call 2``). A click comes in as
@@ -25,26 +26,30 @@ from ..host.compat import get_kernel, running_cell_id
 from ..result import ExportedCell, PiResult, executed_calls
 from ..sessions.replay import recorded_runs
 from ..state import NotebookState
-from ..tools.changes import undo_lines
+from .review import EndedRun, RunReview, decide, review_run
 
 _display: Callable[..., Any] = _untyped_display
 _RUNNING: set[asyncio.Task[None]] = set()  # the loop keeps only a weak reference to a task
 LABEL = "Insert as cell"
+__all__ = ["review_run", "show_after_run"]
 
 
-def show_after_run(state: NotebookState, name: str, result: PiResult) -> None:
-    """Display the Undo button and the Insert as cell row that apply to the run just ended."""
-    tools = state.tools
-    changes = tools.changes
-    if changes:
-        from ..view.undo_button import undo_button
-
-        _display(undo_button(lambda: undo_lines(tools.bridge, tools.no_bridge, changes)))
+def show_after_run(run: EndedRun, result: PiResult, review: RunReview | None) -> None:
+    """Display, under a live run (widgets), the Insert as cell row that applies to it and the
+    review of its changes with its buttons (``review``: ``review_run``'s)."""
+    if run.widget is None:
+        return
+    state = run.state
     calls = [call for call in executed_calls(result.messages)[0] if call.tool == "run_code"]
     if calls:
-        number = run_number(state, name)
+        number = run_number(state, run.plan.name)
         cells = [ExportedCell(number, call.tool, call.call, call.code) for call in calls]
         _display(insert_row(state, cells, running_cell_id(get_kernel(state.shell))))
+    if review is not None and review.review.actions == "buttons":
+        from ..view.review_card import review_bundle, review_card
+
+        widget = review_card(review.review, decide(review, "accepted"), decide(review, "undone"))
+        _display(review_bundle(widget, review.review), raw=True)
 
 
 def run_number(state: NotebookState, name: str) -> int:

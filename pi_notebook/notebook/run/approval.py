@@ -41,8 +41,6 @@ ipykernel < 7.4, the non-awaited fallback). ``ask`` where nobody can click degra
 from __future__ import annotations
 
 import asyncio
-import json
-import os
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from contextvars import ContextVar, Token
 from dataclasses import dataclass
@@ -53,15 +51,12 @@ from ...agent.types import AgentTool, BeforeToolCallContext, BeforeToolCallResul
 from ...ai.abort import AbortSignal
 from ...ai.types import ToolCall
 from ..config import POLICIES, Policy
-from ..host.compat import execute_request_content, get_kernel, inactive_controls_reason, widgets_available
+from ..host.compat import get_kernel, inactive_controls_reason, widgets_available
+from ..host.headless import Headless, detect_headless
 from ..sessions.grants import GRANTED, Grants, offer_label
 from ..tools.edits import PreviewRefused
 from ..tools.notebook_tools import STATE_CHANGING_TOOLS
-from .loop_guard import LoopGuard
-
-HEADLESS_ENV = "PI_NOTEBOOK_HEADLESS"
-_TRUE = frozenset({"1", "true", "yes", "on"})
-_FALSE = frozenset({"0", "false", "no", "off"})
+from .loop_guard import LoopGuard, canonical_json
 
 USER_DENIED = "Tool call denied by the user."
 USER_REJECTED = "The user rejected this change; nothing was changed."
@@ -75,30 +70,6 @@ FALLBACK_REASON = (
     "Controls inactive: %%pi ran as a plain cell magic (autoawait off or called from code), "
     "so nothing answers a click."
 )
-
-
-@dataclass(frozen=True, slots=True)
-class Headless:
-    headless: bool
-    reason: str
-
-
-def detect_headless(shell: Any, env: Mapping[str, str] | None = None) -> Headless:
-    """Decide whether nobody can click in this run; see the module docstring for the rules."""
-    forced = (os.environ if env is None else env).get(HEADLESS_ENV, "").strip().lower()
-    if forced in _TRUE:
-        return Headless(True, f"{HEADLESS_ENV}={forced}")
-    if forced in _FALSE:
-        return Headless(False, f"{HEADLESS_ENV}={forced}")
-    kernel = get_kernel(shell)
-    if kernel is None:
-        return Headless(False, "no kernel")
-    content = execute_request_content(kernel)
-    if content is not None and not content.get("allow_stdin", False):
-        return Headless(
-            True, "the client sent the cell without stdin (nbclient, nbconvert, nbval, papermill)"
-        )
-    return Headless(False, "interactive client")
 
 
 @dataclass(frozen=True, slots=True)
@@ -281,8 +252,7 @@ CallKey: TypeAlias = tuple[str, str, str]
 
 
 def call_key(call: ToolCall) -> CallKey:
-    arguments = json.dumps(call.arguments, sort_keys=True, ensure_ascii=False, default=repr)
-    return call.id, call.name, arguments
+    return call.id, call.name, canonical_json(call.arguments)
 
 
 class ApprovalGate:

@@ -24,6 +24,7 @@ from .approval import FALLBACK_REASON, RunMode, run_mode
 
 if TYPE_CHECKING:
     from ...runtime.resources.loader import ResourceLoader, Resources
+    from ..config import PiConfig
     from ..state import NotebookState
 
 __all__ = ["CellContext", "cell_context"]
@@ -47,6 +48,8 @@ class CellContext:
     mode: RunMode
     """The run's mode without ``--text`` (``mode_for`` applies it)."""
     awaited: bool
+    config: PiConfig
+    """The traits the settings in force start from (``after_trust`` works them out again)."""
 
     def mode_for(self, text: bool) -> RunMode:
         """The mode of a run with or without ``--text`` (plain text: nothing live, no clicks)."""
@@ -55,10 +58,10 @@ class CellContext:
         reason = TEXT_REASON if self.awaited else FALLBACK_REASON
         return RunMode(live=False, can_ask=False, headless=self.mode.headless, reason=reason)
 
-    def after_trust(self, state: NotebookState) -> CellContext:
+    def after_trust(self) -> CellContext:
         """The same cell after its folder's trust was decided: resources and settings again."""
         resources = self.loader.load()
-        chosen = effective(state.config, resources.project_settings_dir)
+        chosen = effective(self.config, resources.project_settings_dir)
         return replace(self, resources=resources, chosen=chosen)
 
 
@@ -73,6 +76,7 @@ def cell_context(state: NotebookState, *, awaited: bool) -> CellContext:
     found.headless = not mode.can_ask
     loader = found.loader_at(folder)
     resources = loader.current()
-    chosen = effective(state.config, resources.project_settings_dir)
-    return CellContext(notebook, folder, loader, resources, chosen, mode, awaited)
+    config = state.config
+    chosen = effective(config, resources.project_settings_dir)
+    return CellContext(notebook, folder, loader, resources, chosen, mode, awaited, config)
 

@@ -25,9 +25,14 @@ from ...agent.types import TurnContext
 __all__ = ["LoopGuard"]
 
 
+canonical_json = json.JSONEncoder(sort_keys=True, ensure_ascii=False, default=repr).encode
+"""A tool call's arguments in one canonical form (keys sorted): what ``json.dumps`` with these
+options gives, from one encoder (``json.dumps`` builds one per call with them)."""
+
+
 def _key(name: str, arguments: object) -> tuple[str, str]:
     """One call as a comparable value: its tool and its arguments in a canonical form."""
-    return name, json.dumps(arguments, sort_keys=True, ensure_ascii=False, default=repr)
+    return name, canonical_json(arguments)
 
 
 @dataclass

@@ -24,10 +24,11 @@ from typing import Any
 from IPython.core.error import UsageError
 
 from ...ai.models import user_models_problem
-from ...ai.types import UserMessage
+from ...ai.types import Model, UserMessage
 from ...runtime import AgentSession, AgentSessionSettings, Budget
 from ...runtime.budget import check_priced, reached
-from ..config import MODEL_ENV
+from ...runtime.resources.loader import Resources
+from ..config import MODEL_ENV, Policy
 from ..defaults import conversation_budget as conversation_budget_of
 from ..defaults import session_settings
 from ..options import RunOptions
@@ -36,7 +37,7 @@ from ..sessions.replay import Recording, find_recording
 from ..state import NotebookState
 from ..tools.notebook_tools import STATE_CHANGING_TOOLS, is_notebook_tool
 from ..tools.pictures import reference_content
-from .approval import ApprovalSetup, RunMode, gated_by_run
+from .approval import ApprovalSetup, RunMode, gated_by_run, resolve_policy
 from .context import CellContext
 from .requests import seed_notice
 
@@ -66,6 +67,8 @@ class RunPlan:
     """What the model gets: the prompt with ``$`expr``` expanded, and the references."""
     mode: RunMode
     approval: ApprovalSetup
+    approvals: dict[str, Policy]
+    """The per-tool policies (``c.PiMagics.approvals``) as the cell read them."""
     gated: tuple[str, ...]
     """The tools whose policy is ``--approve``'s (the approval notice names them)."""
     notices: tuple[str, ...]
@@ -84,6 +87,9 @@ class RunPlan:
     """What the conversation's runs may spend together (``PiMagics.max_conversation_*``)."""
     name: str = ""
     """The conversation's (``options.name``)."""
+    resources: Resources | None = None
+    """The folder's resources as the cell read them at its start (``CellContext``): the run
+    uses them as they are, without looking at the files again."""
 
 
 def prepare_conversation(
@@ -143,10 +149,14 @@ def plan_run(
     model = session.model
     sees_images = model is None or "image" in model.input
     content = reference_content(typed, state.shell, state.errors, sees_images=sees_images)
-    gated = _gated_tools(state, options, session)
-    approval = state.approval(options.policy, mode, gated)
+    approvals = state.approvals()
+    gated = _gated_tools(options, session, approvals)
+    approval = resolve_policy(
+        options.policy, can_ask=mode.can_ask, headless=mode.headless, inactive_reason=mode.reason,
+        gated=gated,
+    )
     raise_on_error = mode.headless.headless if options.raise_on_error is None else options.raise_on_error
-    conversation_budget = conversation_budget_of(state.config)
+    conversation_budget = conversation_budget_of(where.config)
     if not options.replay:
         _check_budgets(options, session, conversation_budget)
     policy_line = approval.notice if gated else None
@@ -158,9 +168,10 @@ def plan_run(
         message=UserMessage(content=content),
         mode=mode,
         approval=approval,
+        approvals=approvals,
         gated=tuple(gated),
         notices=(
-            *_setting_notices(state, options, session, where),
+            *_setting_notices(state, options, session, where, model or session.state.model),
             *upfront,
             *state.resources.notices(resources),
             *notes,
@@ -172,14 +183,14 @@ def plan_run(
         budget=options.budget,
         conversation_budget=conversation_budget,
         name=options.name,
+        resources=resources,
     )
 
 
-def _gated_tools(state: NotebookState, options: RunOptions, session: AgentSession) -> list[str]:
+def _gated_tools(options: RunOptions, session: AgentSession, approvals: dict[str, Policy]) -> list[str]:
     """The tools of this run whose policy is ``--approve``'s: the state-changing notebook tools
-    it offers and the conversation's own ``requires_approval`` tools, unless
-    ``c.PiMagics.approvals`` or the tool's own policy (MCP) decides for them."""
-    approvals = state.approvals()
+    it offers and the conversation's own ``requires_approval`` tools, unless ``approvals``
+    (``c.PiMagics.approvals``) or the tool's own policy (MCP) decides for them."""
     offered: list[tuple[str, Any]] = [
         (n, None) for n in sorted(set(STATE_CHANGING_TOOLS).intersection(options.tool_names))
     ]
@@ -188,13 +199,12 @@ def _gated_tools(state: NotebookState, options: RunOptions, session: AgentSessio
 
 
 def _setting_notices(
-    state: NotebookState, options: RunOptions, session: AgentSession, where: CellContext
+    state: NotebookState, options: RunOptions, session: AgentSession, where: CellContext, model: Model
 ) -> list[str]:
     """Lines that explain a setting: what is wrong with Pi's ``settings.json`` (each problem
     once), a ``--thinking`` level the model ignores (once per conversation and model), an
     ignored seed."""
     lines = state.settings_notices([*where.chosen.notices(), *filter(None, [user_models_problem()])])
-    model = session.state.model
     level = options.thinking or session.thinking_level
     ignored = level != "off" and not model.reasoning
     thinking = state.thinking_ignored(options.name, model, level) if ignored else None

@@ -107,12 +107,14 @@ def execution_prompt(plan: Plan) -> str:
     )
 
 
-def plan_mode(options: RunOptions, executing: Plan | None) -> None:
-    """A planning run (``--plan``) gets the read-only notebook tools of its ``--tools`` and no
-    MCP tool; the run that carries out a plan (``executing``) is not a planning run."""
+def plan_mode(options: RunOptions, executing: Plan | None, read_only: bool = False) -> None:
+    """A planning run (``--plan``) and a ``read_only`` one (``%pi explain``) get the read-only
+    notebook tools of their ``--tools`` and no MCP tool; the run that carries out a plan
+    (``executing``) is not a planning run."""
     if executing is not None:
         options.plan = False
-    if options.plan:
+    options.read_only = options.plan or read_only
+    if options.read_only:
         options.tool_names = [name for name in options.tool_names if name in READ_TOOLS]
         options.mcp_tools = ()
 

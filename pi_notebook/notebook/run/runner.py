@@ -18,26 +18,15 @@ A page reloaded during the run gets the run back in its own cell through the not
 The view hears every session event; the run's own bookkeeping only the few it needs, so a
 streamed token visits the agent, the session and the view and nothing else.
 
-Two entry points:
-
-* ``await run_pi(line, body)``: what the input transformer emits. The cell awaits the agent on
-  the kernel's own loop, so ipykernel >= 7.4 handles Stop / Approve / Send clicks while the
-  cell blocks, and Run All keeps its order. A kernel interrupt cancels the cell: the agent
-  aborts cleanly (``stopReason "aborted"``, a complete event sequence), the output is frozen,
-  ``_pi`` is set, and the cell ends with ``KeyboardInterrupt`` like any interrupted cell, shown
-  as one line (``RunInterrupted``).
-* ``run_pi_sync(line, body)``: the ``%%pi`` cell magic fallback (autoawait off, or
-  ``run_cell_magic`` from code). It never waits for clicks: the agent runs on a private loop in
-  a worker thread while this (main) thread serves the tools that must run here (``run_code``
-  and friends, see ``tools/notebook_tools.py``), and the output is drawn once at the end.
+``cell.py`` makes the plan and a ``PiRun`` of it, and drives the run, awaited on the kernel's
+loop or (the cell magic's fallback) on a worker thread while the main thread serves the tools.
 """
 
 from __future__ import annotations
 
 import asyncio
-import threading
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from IPython.core.error import UsageError
 from IPython.display import display as _untyped_display
@@ -46,37 +35,35 @@ from ...agent.types import AgentToolResult, ToolExecutionUpdateEvent, TurnContex
 from ...ai.abort import ABORT_MESSAGE, AbortSignal
 from ...ai.failures import RequestFailure, failure_of
 from ...ai.types import TextContent
-from ...runtime import AgentSession
 from ..host.compat import cell_running, get_kernel, inactive_controls_reason, install_comm_ack
-from ..host.interrupts import MainThreadBridge, watch_sigint
 from ..host.queued import watch_queued
-from ..options import parse_options
 from ..result import PiResult, run_result
-from ..sessions.conversations import Conversation
 from ..sessions.files import RUN_ENTRY
 from ..sessions.replay import continue_after, play, replayed_notice
-from ..state import NotebookState, state_for
 from ..tools.declare import Dispatch, run_here
 from ..tools.notebook_tools import is_notebook_tool, select_mcp_tools
 from ..view.reduce import explain
 from ..view.render import render_text
 from ..view.run_view import RunView, StaticView
-from .after_run import show_after_run
+from .after_run import review_run, show_after_run
 from .approval import FALLBACK_REASON, ApprovalGate, GrantUI, activate, deactivate
-from .context import CellContext, cell_context
-from .errors import RunFailed, RunInterrupted, explain_error
+from .errors import RunFailed, explain_error
 from .extension_ui import CellUI
 from .fit import fit_run, run_options
 from .loop_guard import LoopGuard
-from .plan import RunPlan, plan_run, prepare_conversation, strip_markers
-from .planning import Plan, ask_plan, asking_for_plan, carry_out, execution_prompt, note_plan, plan_mode
 from .printed import PrintedCalls, printed_calls_of
 from .reattach import attach, shows_run
 from .reload import PageWatch
-from .trust import ask_trust
 from .unparsed import offer_unparsed_calls, retry_in_place
 
-__all__ = ["PiRun", "prepare_run", "run_pi", "run_pi_sync"]
+if TYPE_CHECKING:
+    from ...runtime import AgentSession
+    from ..sessions.conversations import Conversation
+    from ..state import NotebookState
+    from .plan import RunPlan
+    from .planning import Plan
+
+__all__ = ["PiRun"]
 
 _display: Callable[..., Any] = _untyped_display
 
@@ -88,7 +75,7 @@ RUN_EVENTS = frozenset({"agent_start", "message_end", "compaction_end", "auto_re
 
 
 class PiRun:
-    """Executes one ``RunPlan`` (``prepare_run`` makes both). The constructor only stores."""
+    """Executes one ``RunPlan`` (``cell.prepare_run`` makes both). The constructor only stores."""
 
     def __init__(self, shell: Any, state: NotebookState, plan: RunPlan, conversation: Conversation) -> None:
         self.shell = shell
@@ -212,13 +199,13 @@ class PiRun:
             comms=self._hears_comms(), code_timeout=options.code_limit(headless),
             on_progress=self._code_progress,
         )
-        # planning (--plan): the read-only notebook tools only (prepare_run chose them); the
-        # conversation's own tools and MCP tools may change state
-        own = [] if options.plan else [t for t in held.tools if not is_notebook_tool(t)]
+        # planning (--plan), %pi explain: the read-only notebook tools only (prepare_run chose
+        # them); the conversation's own tools and MCP tools may change state
+        own = [] if options.read_only else [t for t in held.tools if not is_notebook_tool(t)]
         mcp = self.mcp_tools if self.mcp_tools is not None else await self.state.mcp_tools()
-        mcp = [] if options.no_tools or options.plan else mcp
+        mcp = [] if options.no_tools or options.read_only else mcp
         every = own + tools.build(options.tool_names) + mcp + self.extra_tools
-        gate = self._gate()
+        gate = self._gate(tools.preview)
         self.printed = printed_calls_of(self, gate, every)  # --tool-mode, --recovered-calls
         run = self.printed.apply(
             run_options(options, tools=every, before_tool_call=gate, should_stop_after_turn=self._after_turn)
@@ -238,7 +225,8 @@ class PiRun:
             run = await fit_run(self, run)  # the server's window; a small model's prompt
             with extensions.using_ui(self._extension_ui()):
                 await self.session.prompt(  # --tools none: not the skills' read tool either
-                    self.plan.message, run=run, budget=self.plan.budget, skills=not options.no_tools
+                    self.plan.message, run=run, budget=self.plan.budget, skills=not options.no_tools,
+                    resources=self.plan.resources,
                 )
                 await offer_unparsed_calls(self, gate, run)
         except asyncio.CancelledError:
@@ -256,21 +244,22 @@ class PiRun:
         reason = self.plan.mode.reason
         return reason != FALLBACK_REASON and inactive_controls_reason(self.shell) is None
 
-    def _gate(self) -> ApprovalGate:
-        """The approval policies of this run: ``--approve``, the per-tool map, tools' own."""
+    def _gate(self, preview: Any) -> ApprovalGate:
+        """The approval policies of this run: ``--approve``, the per-tool map, tools' own;
+        ``preview``: the notebook tools' preview of a change (``NotebookTools.preview``)."""
         mode = self.plan.mode
         return ApprovalGate(
             self.plan.approval.policy,
             request=self.view.request_approval if mode.can_ask else None,
             mark=self.view.resolve_approval,
             note=self._note_approval,
-            approvals=self.state.approvals(),
+            approvals=self.plan.approvals,
             headless=mode.headless.headless,
             signal=lambda: self.agent.signal,
             announce=self._announce_policy,
-            preview=self.state.tools.preview,
+            preview=preview,
             grants=self.grants if mode.can_ask else None,  # headless: no grant offered nor applied
-            grant_ui=self.view if isinstance(self.view, GrantUI) else None,
+            grant_ui=self.view if mode.can_ask and isinstance(self.view, GrantUI) else None,
             guard=self.loop_guard,
         )
 
@@ -392,6 +381,7 @@ class PiRun:
         if explained:
             explain(view.state, explained)
         view.close()
+        review = review_run(self)  # the run's changes to the notebook end its output (review.py)
         bundle = {"text/plain": render_text(view.state)} if self.plan.options.text else view.static_bundle()
         if self.display_handle is not None:
             self.display_handle.update(bundle, raw=True)
@@ -400,8 +390,7 @@ class PiRun:
         if self.widget is not None:  # the live view
             self.pages.finish(view, bundle)
         result = self.result()
-        if self.widget is not None:  # live: Undo (it changed the notebook), Insert as cell (it ran code)
-            show_after_run(self.state, self.plan.name, result)
+        show_after_run(self, result, review)  # live: Insert as cell, Accept all / Undo all
         self.shell.user_ns["_pi"] = result
         self.state.run_ended(self.plan.name, self.session, result)
         return result
@@ -429,148 +418,3 @@ class PiRun:
         if self.plan.raise_on_error and result.stop_reason == "error" and not self.aborted:
             shown = self.view.state.error_message or result.error_message or "unknown error"
             raise RunFailed(shown, headless=self.plan.mode.headless.headless)
-
-
-def prepare_run(
-    state: NotebookState, line: str, body: str, where: CellContext, executing: Plan | None = None
-) -> PiRun:
-    """Parse and plan the cell, then make its run (main thread; nothing runs yet). With
-    ``--plan`` the run plans (read-only tools, the plan instruction); ``executing``: the run
-    carries out that accepted plan (``planning.py``)."""
-    options = parse_options(line, state.config, state.mcp_tool_names())
-    plan_mode(options, executing)
-    if not strip_markers(body).strip():
-        raise UsageError("%%pi needs a prompt: write it in the cell body")
-    conversation, notes = prepare_conversation(state, options, where)
-    try:
-        state.load_mcp_config()
-    except (ValueError, RuntimeError) as exc:
-        raise UsageError(f"c.PiMagics.mcp_config: {exc}") from None
-    plan = plan_run(state, options, conversation, body, where=where, notes=notes)
-    shell = state.shell
-    run = PiRun(shell, state, asking_for_plan(plan), conversation)
-    run.make_view()
-    if executing is not None:
-        carry_out(run, executing)
-    return run
-
-
-# --- entry points --------------------------------------------------------------------------------
-
-
-def _shell(shell: Any = None) -> Any:
-    if shell is not None:
-        return shell
-    from IPython import get_ipython
-
-    found = get_ipython()
-    if found is None:
-        raise RuntimeError("%%pi needs an IPython shell")
-    return found
-
-
-async def _discover(state: NotebookState, where: CellContext) -> list[str]:
-    """Load the kernel's extensions before the cell is planned (their providers' models must
-    resolve for ``--model``); what failed, as lines for the run's notices."""
-    host = state.extensions
-    before = len(host.runner.errors)
-    await host.discover((where.folder, where.resources.trusted))
-    return [error.line() for error in host.runner.errors[before:]]
-
-
-def _tell(run: PiRun, lines: list[str]) -> None:
-    for line in lines:
-        run.view.add_notice(line)
-
-
-async def run_pi(line: str, body: str) -> None:
-    """The awaited ``%%pi`` path (the input transformer's target)."""
-    shell = _shell()
-    state = state_for(shell)
-    where = cell_context(state, awaited=True)
-    try:
-        with watch_sigint():
-            # before planning: trust decides what /name expands to
-            where = await ask_trust(state, shell, where)
-    except asyncio.CancelledError:  # an interrupt while the question waited, as for a run
-        raise RunInterrupted from None
-    failed = await _discover(state, where)  # after trust: a project's extensions wait for it
-    run = prepare_run(state, line, body, where)
-    _tell(run, failed)
-    await _run_awaited(run)
-    plan = run.proposed
-    if plan is not None and not run.plan.options.plan_run:
-        plan = await ask_plan(plan) if run.plan.mode.can_ask and run.widget is not None else None
-    if plan is not None:
-        await _run_awaited(prepare_run(state, line, execution_prompt(plan), where, executing=plan))
-
-
-async def _run_awaited(run: PiRun) -> None:
-    """Show, execute and freeze one prepared run on the kernel's loop."""
-    if run.plan.options.mcp_tools:
-        run.select_mcp(await run.state.mcp_tools())
-    run.show()
-    run.started()
-    try:
-        with watch_sigint():
-            await run.execute()
-    finally:
-        note_plan(run)
-        result = run.finish()
-    if run.interrupted:
-        raise RunInterrupted
-    run.check_failure(result)
-
-
-def run_pi_sync(line: str, body: str, shell: Any = None) -> PiResult:
-    """The ``%%pi`` cell magic: run to completion without waiting for clicks."""
-    state = state_for(_shell(shell))
-    where = cell_context(state, awaited=False)  # nobody can answer: an undecided folder is untrusted
-    failed: list[str] = []
-    loader = threading.Thread(target=lambda: failed.extend(asyncio.run(_discover(state, where))), daemon=True)
-    loader.start()  # its own loop: this thread may be inside the kernel's running one
-    loader.join()
-    run = prepare_run(state, line, body, where)
-    _tell(run, failed)
-    result = _run_sync(run)
-    plan = run.proposed
-    if plan is not None and run.plan.options.plan_run:  # nobody can click here: only --plan-run goes on
-        result = _run_sync(prepare_run(state, line, execution_prompt(plan), where, executing=plan))
-    return result
-
-
-def _run_sync(run: PiRun) -> PiResult:
-    """Execute one prepared run on a worker thread while this thread serves the tools."""
-    if run.plan.options.mcp_tools:
-        run.select_mcp(run.state.mcp_tools_blocking())
-    bridge = MainThreadBridge()
-    failure: list[BaseException] = []
-
-    def work() -> None:
-        try:
-            asyncio.run(run.execute(bridge.dispatch))
-        except BaseException as exc:
-            failure.append(exc)
-        finally:
-            bridge.close()
-
-    run.started()
-    worker = threading.Thread(target=work, name="pi-notebook-run", daemon=True)
-    worker.start()
-    interrupted = False
-    while True:
-        try:
-            bridge.serve()
-            break
-        except KeyboardInterrupt:
-            interrupted = True
-            run.abort_threadsafe()
-    worker.join()
-    note_plan(run)
-    result = run.finish()
-    if failure:
-        raise failure[0]
-    if interrupted or run.interrupted:
-        raise RunInterrupted
-    run.check_failure(result)
-    return result

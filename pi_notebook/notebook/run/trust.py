@@ -15,14 +15,17 @@ import asyncio
 import html
 import os
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from IPython.display import display as _untyped_display
 
 from ...runtime.resources.trust import TrustStoreError, trust_options
 from ..host.compat import cell_running, get_kernel, install_comm_ack
-from ..state import NotebookState
+from ..host.interrupts import watch_sigint
 from .context import CellContext
+
+if TYPE_CHECKING:
+    from ..resources import NotebookResources
 
 __all__ = ["ask_trust", "should_ask"]
 
@@ -43,14 +46,14 @@ def relative(path: str, folder: str) -> str:
     return os.path.relpath(path, folder)
 
 
-async def ask_trust(state: NotebookState, shell: Any, where: CellContext) -> CellContext:
-    """Ask about the folder's trust in the cell when it is undecided and someone can click;
-    the cell's context as the answer leaves it."""
+async def ask_trust(resources: NotebookResources, shell: Any, where: CellContext) -> CellContext:
+    """Ask about the folder's trust in the cell when it is undecided and someone can click
+    (the answer goes to Pi's trust store through ``resources``); the cell's context as the
+    answer leaves it."""
     if not should_ask(where):
         return where
     from ..view.trust_card import TrustCard
 
-    resources = state.resources
     folder = where.folder
     found = [relative(p, folder) for p, _ in where.loader.load().skipped]
     card = TrustCard(folder, [o.label for o in trust_options(folder)], found)
@@ -61,7 +64,8 @@ async def ask_trust(state: NotebookState, shell: Any, where: CellContext) -> Cel
         done = cell_running(kernel)
     handle = _display(card.widget, display_id=True)
     try:
-        label = await card.answer
+        with watch_sigint():  # an interrupt cancels the wait at once (only while it waits)
+            label = await card.answer
     except asyncio.CancelledError:  # an interrupt while the question waits: nothing is decided
         _settle(card, handle, "Not answered (the cell was interrupted): the folder is still undecided.")
         raise
@@ -72,7 +76,7 @@ async def ask_trust(state: NotebookState, shell: Any, where: CellContext) -> Cel
     except TrustStoreError as exc:
         line = f"{exc}; this run goes on untrusted"
     _settle(card, handle, line)
-    return where.after_trust(state)
+    return where.after_trust()
 
 
 def _settle(card: Any, handle: Any, line: str) -> None:

@@ -3,6 +3,8 @@
 * Summaries run the values' own code, on a thread of their own with a time limit (``bounded``):
   a slow ``__repr__`` never holds the kernel, and Stop or a kernel interrupt ends the tool at
   once. ``list_variables`` keeps the rows it finished and names the value that was too slow.
+  A listing of plain builtin values only (``_quick``: their summaries run no user code and
+  read a bounded part of each) is made on the spot: handing it to the thread would cost more.
 * A dotted path (``model.config``) is followed with ``inspect.getattr_static``: a stored
   attribute (instance or class dict, ``__slots__``, a C-level field) is read, a method is bound,
   but a property or any other descriptor is reported as such, unevaluated, and an attribute
@@ -65,6 +67,27 @@ def variable_names(shell: Any, pattern: str | None, include_modules: bool) -> tu
     return sorted(names), total
 
 
+_ATOMS = frozenset({bool, float, complex, str, type(None)})
+_INT_BITS = 4096
+"""An ``int`` up to this many bits prints in microseconds (a huge one takes quadratic time)."""
+_QUICK_ITEMS = 64
+
+
+def _atom(value: Any) -> bool:
+    kind = type(value)
+    return kind in _ATOMS or (kind is int and value.bit_length() <= _INT_BITS)
+
+
+def _quick(value: Any) -> bool:
+    """Whether ``value``'s one-line summary runs only the interpreter's own code over a bounded
+    part of it (exact builtin scalars, a ``str`` whose repr is cut first, a short list or tuple
+    of them): no code of the user's, nothing that could be slow, so no thread is needed."""
+    kind = type(value)
+    if kind is list or kind is tuple:
+        return len(value) <= _QUICK_ITEMS and all(_atom(item) for item in value)
+    return _atom(value)
+
+
 def _row(name: str, value: Any) -> str:
     summary = secret_placeholder(name, value) if looks_secret(name) else one_line(value)
     return f"{name}: {type(value).__name__} = {summary}"
@@ -74,11 +97,11 @@ async def list_text(ns: Mapping[str, Any], names: list[str], limit: int, signal:
     """One row per variable of ``names[:limit]``; rows not summarised in time say so."""
     shown = names[:limit]
     rows: list[str] = []
-    stop = threading.Event()
+    stop: threading.Event | None = None  # set when the thread's summary is abandoned
 
     def summarise() -> None:
         for name in shown:
-            if stop.is_set():
+            if stop is not None and stop.is_set():
                 return
             value = ns.get(name)
             try:
@@ -91,10 +114,15 @@ async def list_text(ns: Mapping[str, Any], names: list[str], limit: int, signal:
             rows.append(row)
 
     try:
-        await run_bounded(summarise, what="the variables", signal=signal)
+        if all(_quick(ns.get(name)) for name in shown):
+            summarise()  # a thread handover would cost more than these summaries
+        else:
+            stop = threading.Event()
+            await run_bounded(summarise, what="the variables", signal=signal)
         done = rows
     except SummaryTimedOut:
-        stop.set()
+        if stop is not None:
+            stop.set()
         done = list(rows)
         if len(done) < len(shown):  # else the last row came in just as the time ran out
             slow = shown[len(done)]

@@ -48,6 +48,7 @@ from .reduce import (
     reduce,
     set_elapsed,
 )
+from .review import leave_unanswered
 
 __all__ = ["LiveView", "ViewControls", "close_tree"]
 
@@ -422,7 +423,10 @@ class LiveView:
         add_notice(self.state, line)
 
     def _deny_pending(self) -> None:
+        """The run ends (Stop, the end): the cards still asking are denied, unanswered."""
         for tool_call_id in list(self._approvals):
+            if not self._approvals[tool_call_id].done():
+                leave_unanswered(self.state, tool_call_id)
             self.resolve_approval(tool_call_id, False)
 
     # --- controls ----------------------------------------------------------------------------

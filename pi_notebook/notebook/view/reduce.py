@@ -263,8 +263,12 @@ def _note_repeat(state: ViewState, card: ToolCard) -> None:
     card.same_as = f"same as call {n}, {how}"
 
 
+_canonical_json = json.JSONEncoder(sort_keys=True, ensure_ascii=False, default=repr).encode
+"""``json.dumps(..., sort_keys=True, ensure_ascii=False, default=repr)`` from one encoder."""
+
+
 def _same_key(name: str, arguments: Any) -> tuple[str, str]:
-    return name, json.dumps(arguments, sort_keys=True, ensure_ascii=False, default=repr)
+    return name, _canonical_json(arguments)
 
 
 _BLOCK_HANDLERS: dict[str, Callable[[ViewState, Any], None]] = {
@@ -488,7 +492,8 @@ def _on_agent_end(state: ViewState, event: AgentEndEvent) -> None:
         if isinstance(item, ToolCard) and item.status not in FINAL_STATUSES:
             # A call that never ran (aborted while streaming or awaiting approval) must not
             # look live in the frozen output.
-            item.status = "denied" if item.status == "pending_approval" else "error"
+            item.unanswered = item.status == "pending_approval"  # nobody decided (``review.py``)
+            item.status = "denied" if item.unanswered else "error"
             if not item.content:
                 item.progress = NOT_EXECUTED
             _touch(state, item)

@@ -22,6 +22,8 @@ __all__ = [
     "QueueKind",
     "QueuedMessage",
     "RetryNote",
+    "Review",
+    "ReviewActions",
     "TextBlock",
     "ThinkingBlock",
     "ToolCard",
@@ -37,6 +39,7 @@ UserOrigin: TypeAlias = Literal["prompt", "steer", "follow_up", "injected"]
 QueueKind: TypeAlias = Literal["steer", "follow_up"]
 
 NOT_EXECUTED = "not executed: the run ended first"
+ReviewActions: TypeAlias = Literal["buttons", "command", "none"]
 PLAN_STEP_TOOL = "plan_step"
 """The tool a ``--plan`` run's agent calls to say which step it starts or has done."""
 
@@ -116,6 +119,8 @@ class ToolCard:
     """Why it ran without asking: "allowed for this conversation" (a grant)."""
     grant_offer: str = ""
     """The "Allow for this conversation" button's label while it waits ("": not offered)."""
+    unanswered: bool = False
+    """It still waited for a click when the run ended (Stop, an interrupt): nobody decided."""
     rev: int = 0
     kind: Literal["tool"] = field(default="tool", init=False)
     _args_parts: list[str] = field(default_factory=list, repr=False)
@@ -197,6 +202,24 @@ class PlanCard:
 
 
 @dataclass
+class Review:
+    """What the run changed in the live notebook, one line per change (``view/review.py`` draws
+    it, ``run/review.py`` fills it in), and what became of it: ``open`` until Accept all
+    (``accepted``) or Undo all (``undone``); ``told`` says what that did, line by line."""
+
+    heading: str
+    lines: list[str]
+    actions: ReviewActions
+    """``buttons``: Accept all / Undo all under the run; ``command``: nobody can click, a line
+    names ``%pi undo``; ``none``: headless, the summary alone."""
+    waiting: int = 0
+    """Edits the agent proposed that were neither applied nor rejected (the run ended first)."""
+    outcome: Literal["open", "accepted", "undone"] = "open"
+    told: list[str] = field(default_factory=list)
+    rev: int = 0
+
+
+@dataclass
 class RetryNote:
     """The retry the view is showing: which attempt of how many, after which error."""
 
@@ -225,6 +248,8 @@ class ViewState:
     """Messages sent through this view's Send/Queue that the agent has not injected yet."""
     plan: PlanCard | None = None
     """The plan this run executes (``%%pi --plan`` after Run plan), shown as a checklist."""
+    review: Review | None = None
+    """What the run changed in the notebook (``None``: nothing), drawn at the end."""
     rev: int = 0
     # Bookkeeping of the reducer, not part of what is drawn.
     _blocks: dict[int, Item] = field(default_factory=dict, repr=False)

@@ -33,14 +33,22 @@ class SessionResources:
         return resources.expand(text) if resources is not None else text
 
     def run_options(
-        self, run: AgentRunOptions | None, state: AgentState, *, skills: bool = True
+        self,
+        run: AgentRunOptions | None,
+        state: AgentState,
+        *,
+        skills: bool = True,
+        resources: Resources | None = None,
     ) -> AgentRunOptions | None:
         """``run`` with the resources' system prompt, and the skill-file tool when skills are
         loaded and no tool of the run is already called ``read`` (``skills`` false: no skill
-        tool, and no skills listed)."""
-        resources = self.current()
-        if resources is None:
+        tool, and no skills listed). ``resources``: those the caller read for this run (default:
+        the loader's now); unchanged ``run`` when they add nothing (no context file, no skill)."""
+        if self.loader is None:
             return run
+        resources = resources if resources is not None else self.loader.current()
+        if not (resources.context_files or resources.skills):
+            return run  # the agent's own prompt and tools, as they are
         tool = self._read_tool if skills else None
         return run_with_resources(resources, run, state.tools, state.system_prompt, tool)
 

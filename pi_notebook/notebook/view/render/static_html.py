@@ -26,6 +26,7 @@ from markdown_it.token import Token
 from markdown_it.utils import EnvType, OptionsDict
 
 from ..reduce import Footer, TextBlock, ThinkingBlock, ToolCard, UserItem, ViewState
+from ..review import review_html
 from ..state import PlanCard
 from .limits import PLAIN_NOTE, cap_nesting, too_much_markup
 from .markdown import unsafe_url
@@ -488,4 +489,6 @@ def render_html(state: ViewState) -> str:
     parts.append(line_html("pi-error", end_text(state)))
     parts.append(line_html("pi-notice", state.notice))
     parts.append(footer_html(state.footer))
+    if state.review is not None and state.review.actions != "buttons":  # live: under the run, with them
+        parts.append(review_html(state.review))
     return _div("pi-view", "".join(parts), extra=" pi-static")

@@ -12,6 +12,7 @@ import re
 from typing import Any
 
 from ..reduce import FINAL_STATUSES, Footer, TextBlock, ThinkingBlock, ToolCard, UserItem, ViewState
+from ..review import review_text
 from ..state import PlanCard
 
 __all__ = [
@@ -357,7 +358,8 @@ def render_text(state: ViewState, max_block: int | None = None) -> str:
             blocks.append(_tool_text(item))
         else:
             blocks.append(_indent(item.text, f"> [{user_label(item)}] "))
-    for line in (queued_text(state), end_text(state), state.notice):
+    review = state.review if state.review is not None and state.review.actions != "buttons" else None
+    for line in (queued_text(state), end_text(state), state.notice, review_text(review)):
         if line:
             blocks.append(line)
     return "\n\n".join(blocks) + "\n"
