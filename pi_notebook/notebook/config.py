@@ -345,8 +345,8 @@ OPTIONS: tuple[Option, ...] = (
     Option("--plan-run", "plan first, then run the plan without asking", kind="flag"),
     Option("--tool-mode", "tools (the tool API) or code (Python in fenced blocks, each run as run_code);\n"
            "code sends no tool schemas: for models without reliable tool calling;\n"
-           "auto: the model's toolMode in the models file, else tools", metavar="MODE", choices=TOOL_MODES,
-           trait="tool_mode", default="auto"),
+           "auto: the model's toolMode in the models file, else what its local server says, else tools",
+           metavar="MODE", choices=TOOL_MODES, trait="tool_mode", default="auto"),
     Option("--recovered-calls", "a call the model printed in its text: ask (on its card), policy, off;\n"
            "policy: --approve decides, as for a call it made; off: it stays text", metavar="HOW",
            choices=RECOVERED_CALLS, trait="recovered_calls", default="ask"),

@@ -21,7 +21,7 @@ from llama_replies import FORMS, VARIABLES, dumped, llama_reply, request_roles
 from loopback import LoopbackServer, json_reply, serving
 
 from pi_notebook.ai.local_probe import clear_probe_cache
-from pi_notebook.ai.models import unregister_models
+from pi_notebook.ai.models import openai_compatible_model, register_models, unregister_models
 
 LOCAL = "--model llama.cpp:qwen"
 
@@ -83,13 +83,32 @@ def test_policy_runs_a_printed_call_and_the_model_answers_its_result(
 
 
 def test_policy_under_approve_deny_tells_the_model(ip: Any, server: LoopbackServer) -> None:
-    server.queue_sse(llama_reply(FORMS["json"]))
-    server.queue_sse(llama_reply("I was not allowed to run it."))
-    shown = pi(ip, f"{LOCAL} --approve deny --recovered-calls policy", "compute it")
+    """A large-window model is sent run_code even under deny: its printed call is denied."""
+    wide = openai_compatible_model("wide", f"{server.url}/v1", provider="wide", context_window=128_000)
+    register_models([wide])
+    try:
+        server.replies.clear()  # not a local server: nothing probes it
+        server.queue_sse(llama_reply(FORMS["json"]))
+        server.queue_sse(llama_reply("I was not allowed to run it."))
+        shown = pi(ip, "--model wide:wide --approve deny --recovered-calls policy", "compute it")
+    finally:
+        unregister_models("wide")
     assert "llama_mean" not in ip.user_ns
     assert "[tool] run_code (denied) · recovered from the model's text" in shown
     second = chats(server)[1]
     assert "denied" in second["messages"][3]["content"]
+
+
+def test_a_small_local_model_is_not_sent_what_deny_blocks(ip: Any, server: LoopbackServer) -> None:
+    """A local model gets only the tools the run can use (``run/fit.py``): under deny no
+    run_code, so a call of it it prints anyway stays text, and the card says why."""
+    server.queue_sse(llama_reply(FORMS["json"]))
+    shown = pi(ip, f"{LOCAL} --approve deny --recovered-calls policy", "compute it")
+    assert "llama_mean" not in ip.user_ns
+    assert "run_code" not in [t["function"]["name"] for t in chats(server)[0]["tools"]]
+    assert "Not sent: run_code, insert_cell, set_variable, " in shown
+    assert "(this run's approval policy blocks them; --approve auto allows them)." in shown
+    assert len(chats(server)) == 1
 
 
 def test_code_mode_over_http_sends_no_tools_and_the_output_as_a_user_message(

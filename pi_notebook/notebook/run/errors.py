@@ -13,7 +13,8 @@ cell ends with after its output is drawn.
     trying again (5xx), checking the model and options (other 4xx);
   - a reply the API's parser could not read, or one that ended early, says to run the cell
     again and what to check if it keeps happening;
-  - a local server that could not parse the model's tool call says so and what to try;
+  - a local server that could not parse the model's tool call says so and what to try, the
+    chat templates included;
   - a missing API key says how to set the variable from a cell without the key showing.
 * ``RunFailed``: a run that ended in an error raises after rendering when ``raise_on_error`` is
   on (by default in headless runs), so nbconvert, papermill and CI fail instead of exiting 0.
@@ -40,7 +41,14 @@ from ...ai.redact import redact_url, redact_urls
 from ...ai.types import Model
 from ..tools.references import single_line
 
-__all__ = ["INTERRUPTED", "RunFailed", "RunInterrupted", "explain_error", "is_unparsed_tool_call"]
+__all__ = [
+    "INTERRUPTED",
+    "UNPARSED_ADVICE",
+    "RunFailed",
+    "RunInterrupted",
+    "explain_error",
+    "is_unparsed_tool_call",
+]
 
 INTERRUPTED = (
     "Interrupted: the %%pi run was aborted. Its output above shows how far it got; "
@@ -69,6 +77,15 @@ _STATUS = re.compile(
 _QUOTA = re.compile(r"quota|billing|balance|usage limit|\bplan\b", re.I)
 _UNREADABLE = ("Could not parse", "sent a response of an unexpected shape", "Unhandled stop reason")
 _CUT_SHORT = re.compile(r"ended (without|before)", re.I)
+UNPARSED_ADVICE = (
+    "Run the cell again, pass --tool-mode code or --tools none, or start llama-server with --jinja "
+    "and the model's own chat template (no --chat-template-file): a call the model then prints as "
+    "text is offered on its card. A template that drops the <tool_call> tags (qwen-notags.jinja) "
+    "fails like this whenever a small Qwen puts its call in a ```json fence (docs/providers.md, "
+    "\"Tool calls with small local models\")."
+)
+"""What to do about a tool call llama.cpp could not parse: the templates measured with
+Qwen2.5-Coder-0.5B (``bench/bench_local_templates.py``)."""
 OVERFLOW_ADVICE = (
     "The conversation no longer fits the model's context window: compact it with %pi compact, "
     "or start over with %%pi --new."
@@ -100,10 +117,7 @@ def explain_error(message: str | None, model: Model, failure: RequestFailure | N
     if message.startswith(_NO_KEY):
         return _explain_missing_key(model)
     if _UNPARSED_TOOL_CALL in message and model.provider in LOCAL_SERVERS:
-        return (
-            f"{message.rstrip('.')}: the server could not parse the model's tool call. "
-            "Run the cell again, pass --tools none, or use a model that calls tools reliably."
-        )
+        return f"{message.rstrip('.')}: the server could not parse the model's tool call. {UNPARSED_ADVICE}"
     where = redact_url(model.base_url) if model.base_url else f"the {model.provider} API"
     kind = _kind(message, failure)
     if kind == "timeout" and message.startswith(TIMED_OUT):

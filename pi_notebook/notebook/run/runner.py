@@ -49,11 +49,11 @@ from .after_run import review_run, show_after_run
 from .approval import FALLBACK_REASON, ApprovalGate, GrantUI, activate, deactivate
 from .errors import RunFailed, explain_error
 from .extension_ui import CellUI
+from .fit import fit_run, run_options
 from .loop_guard import LoopGuard
 from .printed import PrintedCalls, printed_calls_of
 from .reattach import attach, shows_run
 from .reload import PageWatch
-from .requests import probe_local_server, run_options
 from .unparsed import offer_unparsed_calls, retry_in_place
 
 if TYPE_CHECKING:
@@ -222,7 +222,7 @@ class PiRun:
         try:
             if self.interrupted:  # interrupted before this loop existed (fallback): do not start
                 return
-            await probe_local_server(self.session)
+            run = await fit_run(self, run)  # the server's window; a small model's prompt
             with extensions.using_ui(self._extension_ui()):
                 await self.session.prompt(  # --tools none: not the skills' read tool either
                     self.plan.message, run=run, budget=self.plan.budget, skills=not options.no_tools,
