@@ -138,11 +138,30 @@ class Kernel:
     def __init__(self, root: Path, python: str | None = None) -> None:
         self.km = kernel_manager(root, python)
         self.km.start_kernel(env=kernel_env(root), cwd=str(root))
+        self._connect()
+
+    def _connect(self) -> None:
         self.kc: BlockingKernelClient = self.km.blocking_client()
         self.kc.start_channels()
         self.kc.wait_for_ready(timeout=60)
         reply = self.run(SETUP)
         assert reply["status"] == "ok", reply
+
+    def responsive(self, timeout: float = 10) -> bool:
+        """The kernel is alive and runs a trivial cell within ``timeout`` seconds."""
+        if not self.km.is_alive():
+            return False
+        try:
+            return self.run("pass", timeout=timeout)["status"] == "ok"
+        except (TimeoutError, RuntimeError):
+            return False
+
+    def revive(self) -> None:
+        """Replace a dead or stuck kernel by a new one, set up as at the start, so that a test
+        that broke the module's kernel fails alone rather than every test after it."""
+        self.kc.stop_channels()
+        self.km.restart_kernel(now=True)
+        self._connect()
 
     def run(self, code: str, timeout: float = 30) -> dict[str, Any]:
         """Execute and wait; returns the reply content plus the printed ``stdout``."""
