@@ -29,7 +29,8 @@ sigint_fired = []
 def sigint_at(name, where):
     def hook(frame, event, arg):
         code = frame.f_code
-        if event == "call" and code.co_name == name and where in code.co_filename:
+        called = code.co_name if event == "call" else getattr(arg, "__name__", "")
+        if event in ("call", "c_return") and called == name and where in code.co_filename:
             _sys.setprofile(None)
             sigint_fired.append(name)
             _signal.raise_signal(_signal.SIGINT)
@@ -52,6 +53,7 @@ POINTS = [
     pytest.param("__exit__", "code_clock", QUICK, True, id="clock-stopping"),
     pytest.param("take_figures", "outputs", QUICK, True, id="after-run-code"),
     pytest.param("probe_local_server", "requests", QUICK, False, id="run-starting"),
+    pytest.param("_pace", "faux", QUICK, False, id="model-streaming"),
 ]
 
 
@@ -73,3 +75,31 @@ def test_an_interrupt_at_any_point_ends_the_cell_and_keeps_the_kernel(
     after = k.execute("%%pi\nstill there?")
     assert Watch(k).until_replies([after]).replies[after][1]["status"] == "ok"
     assert k.value("_pi.text") == "after the interrupt"
+
+
+FALLBACK_POINTS = [
+    # (function, file): a C function's name means just after it returned to a function in file
+    pytest.param("_run_code_now", "notebook_tools", id="tool-on-main-thread"),
+    pytest.param("get", "interrupts", id="job-just-taken"),
+    pytest.param("set_running_or_notify_cancel", "_base", id="job-starting"),
+    pytest.param("set_result", "_base", id="job-done"),
+]
+
+
+@pytest.mark.parametrize(("name", "where"), FALLBACK_POINTS)
+def test_an_interrupt_in_the_fallback_ends_the_cell_and_keeps_the_kernel(
+    k: Kernel, name: str, where: str
+) -> None:
+    """``%autoawait off``: the agent runs on a worker thread, the main thread runs its tools."""
+    assert k.run(SIGINT_AT)["status"] == "ok"
+    k.run(f"faux.set_responses([tool_use('run_code', {{'code': {QUICK!r}}}, 'r1'), 'never reached'])")
+    assert k.run(f"%autoawait off\nsigint_fired.clear(); sigint_at({name!r}, {where!r})")["status"] == "ok"
+    try:
+        cell = k.execute("%%pi --model faux:faux-1 --approve auto\nrun it")
+        watch = Watch(k).until_replies([cell], timeout=REPLY_S)
+        _, reply = watch.replies[cell]
+        assert k.value("sigint_fired") == f"[{name!r}]"
+        assert (reply["status"], reply["ename"]) == ("error", "KeyboardInterrupt"), reply
+        assert k.value("_pi.stop_reason, 1 + 1") == "aborted 2"
+    finally:
+        k.run("%autoawait on")
