@@ -4,10 +4,8 @@
 Where a SIGINT lands depends on timing: under load it once landed while ``run_code`` waited for
 its clock's thread to start, where Python's handler was already in place but no ``try`` caught
 the ``KeyboardInterrupt``; it escaped into the event loop, which stopped, and ipykernel exited.
-To hit each point every time, ``sigint_at(name, where)`` (kernel code) raises a real SIGINT in
-the kernel the moment the next call of function ``name`` in a file whose path contains
-``where`` begins on the main thread (a profile hook, removed as it fires): the kernel handles it
-exactly as the one a frontend's Interrupt sends."""
+To hit each point every time, the kernel raises a real SIGINT in itself there
+(``sigint_at`` of ``kernel_driver.SIGINT_AT``)."""
 
 from __future__ import annotations
 
@@ -18,24 +16,9 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from kernel_driver import Kernel, Watch
+from kernel_driver import SIGINT_AT, Kernel, Watch
 
 pytestmark = pytest.mark.kernel
-
-SIGINT_AT = """
-import signal as _signal, sys as _sys
-sigint_fired = []
-
-def sigint_at(name, where):
-    def hook(frame, event, arg):
-        code = frame.f_code
-        called = code.co_name if event == "call" else getattr(arg, "__name__", "")
-        if event in ("call", "c_return") and called == name and where in code.co_filename:
-            _sys.setprofile(None)
-            sigint_fired.append(name)
-            _signal.raise_signal(_signal.SIGINT)
-    _sys.setprofile(hook)
-"""
 
 REPLY_S = 8.0
 """Bound on the interrupted cell's reply, from the cell's start: generous for a loaded machine,
@@ -78,22 +61,23 @@ def test_an_interrupt_at_any_point_ends_the_cell_and_keeps_the_kernel(
 
 
 FALLBACK_POINTS = [
-    # (function, file): a C function's name means just after it returned to a function in file
-    pytest.param("_run_code_now", "notebook_tools", id="tool-on-main-thread"),
-    pytest.param("get", "interrupts", id="job-just-taken"),
-    pytest.param("set_running_or_notify_cancel", "_base", id="job-starting"),
-    pytest.param("set_result", "_base", id="job-done"),
+    # (function, file, whether just as it returns to the file rather than as it starts)
+    pytest.param("_run_code_now", "notebook_tools", False, id="tool-on-main-thread"),
+    pytest.param("get", "interrupts", True, id="job-just-taken"),
+    pytest.param("set_running_or_notify_cancel", "_base", False, id="job-starting"),
+    pytest.param("set_result", "_base", False, id="job-done"),
 ]
 
 
-@pytest.mark.parametrize(("name", "where"), FALLBACK_POINTS)
+@pytest.mark.parametrize(("name", "where", "returning"), FALLBACK_POINTS)
 def test_an_interrupt_in_the_fallback_ends_the_cell_and_keeps_the_kernel(
-    k: Kernel, name: str, where: str
+    k: Kernel, name: str, where: str, returning: bool
 ) -> None:
     """``%autoawait off``: the agent runs on a worker thread, the main thread runs its tools."""
     assert k.run(SIGINT_AT)["status"] == "ok"
     k.run(f"faux.set_responses([tool_use('run_code', {{'code': {QUICK!r}}}, 'r1'), 'never reached'])")
-    assert k.run(f"%autoawait off\nsigint_fired.clear(); sigint_at({name!r}, {where!r})")["status"] == "ok"
+    arm = f"%autoawait off\nsigint_fired.clear(); sigint_at({name!r}, {where!r}, {returning})"
+    assert k.run(arm)["status"] == "ok"
     try:
         cell = k.execute("%%pi --model faux:faux-1 --approve auto\nrun it")
         watch = Watch(k).until_replies([cell], timeout=REPLY_S)
