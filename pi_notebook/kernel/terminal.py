@@ -176,11 +176,12 @@ class TerminalView:
         sys.stdout.flush()
         on_main = threading.current_thread() is threading.main_thread()
         previous = signal.getsignal(signal.SIGINT) if on_main else None
-        if on_main:
-            # ipykernel's input request polls its socket until a reply comes; the console sends
-            # none after Ctrl-C, so the interrupt must end the wait here.
-            signal.signal(signal.SIGINT, signal.default_int_handler)
         try:
+            if on_main:
+                # ipykernel's input request polls its socket until a reply comes; the console
+                # sends none after Ctrl-C, so the interrupt must end the wait here. The swap is
+                # inside the try: a KeyboardInterrupt that escaped would stop the kernel's loop.
+                signal.signal(signal.SIGINT, signal.default_int_handler)
             answer = self._ask(question)
         except KeyboardInterrupt:
             if on_main:

@@ -11,7 +11,7 @@ from queue import Empty
 from typing import Any
 
 import pytest
-from kernel_driver import Watch
+from kernel_driver import SIGINT_AT, Watch
 from pi_kernel_driver import PiKernelUnderTest
 
 pytestmark = pytest.mark.kernel
@@ -156,6 +156,18 @@ def test_an_interrupt_at_the_question_ends_the_run_and_the_kernel_works(p: PiKer
     assert p.value("approved_value, _pi.stop_reason") == "unset aborted"
     p.python("faux.set_responses(['still here'])")
     assert p.run("are you there?")["stdout"].startswith("still here")
+
+
+def test_an_interrupt_just_as_the_question_swaps_the_handler(p: PiKernelUnderTest) -> None:
+    """The SIGINT lands right after the question put Python's handler in place: the
+    ``KeyboardInterrupt`` is caught there, not raised into the event loop (the kernel exited)."""
+    p.python("approved_value = 'unset'\n" + SIGINT_AT)
+    script_run_code(p)
+    p.python("sigint_at('signal', 'terminal', returning=True)")  # as signal.signal returns
+    reply = answer_questions(p, p.execute("run the code"), [], timeout=15)
+    assert p.value("sigint_fired") == "['signal']"
+    assert (reply["status"], reply["ename"]) == ("error", "KeyboardInterrupt"), reply
+    assert p.value("approved_value, _pi.stop_reason, 1 + 1") == "unset aborted 2"
 
 
 def test_an_interrupt_while_the_answer_streams(p: PiKernelUnderTest) -> None:

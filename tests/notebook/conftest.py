@@ -26,5 +26,8 @@ def kernel(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Kernel]:
 
 @pytest.fixture
 def k(kernel: Kernel) -> Kernel:
-    """The module's kernel with fresh conversations and an empty faux queue."""
+    """The module's kernel with fresh conversations and an empty faux queue; a new one when an
+    earlier test left it dead or stuck (that test has failed already)."""
+    if not kernel.responsive():
+        kernel.revive()
     return kernel.fresh()

@@ -66,6 +66,33 @@ agent.before_tool_call = confirm
 ``before_tool_call`` hook, ``confirm``, that asks with ``ask_approval`` and a reason, all on the
 default conversation (``agent``)."""
 
+SIGINT_AT = """
+import signal as _signal, sys as _sys
+sigint_fired = []
+
+def sigint_at(name, where, returning=False):
+    def hook(frame, event, arg):
+        if event == "call" and not returning:
+            called, caller = frame.f_code.co_name, frame.f_code.co_filename
+        elif event == "return" and returning and frame.f_back is not None:
+            called, caller = frame.f_code.co_name, frame.f_back.f_code.co_filename
+        elif event == "c_return" and returning:
+            called, caller = getattr(arg, "__name__", ""), frame.f_code.co_filename
+        else:
+            return
+        if called == name and where in caller:
+            _sys.setprofile(None)
+            sigint_fired.append(name)
+            _signal.raise_signal(_signal.SIGINT)
+    _sys.setprofile(hook)
+"""
+"""Kernel code: ``sigint_at(name, where)`` raises a real SIGINT in the kernel the moment the next
+call of function ``name`` in a file whose path contains ``where`` begins on the main thread;
+with ``returning=True``, the moment a function ``name`` (Python or C) called from such a file
+returns to it. A profile hook, removed as it fires; ``sigint_fired`` lists what fired. The
+kernel handles the SIGINT exactly as a frontend's Interrupt, at a point no real interrupt could
+be timed to hit."""
+
 LOOPBACK_SHORT = {"openai-completions": "cc", "anthropic-messages": "an"}
 """The wire APIs a kernel can reach the loopback server with, and their short names."""
 
@@ -138,11 +165,30 @@ class Kernel:
     def __init__(self, root: Path, python: str | None = None) -> None:
         self.km = kernel_manager(root, python)
         self.km.start_kernel(env=kernel_env(root), cwd=str(root))
+        self._connect()
+
+    def _connect(self) -> None:
         self.kc: BlockingKernelClient = self.km.blocking_client()
         self.kc.start_channels()
         self.kc.wait_for_ready(timeout=60)
         reply = self.run(SETUP)
         assert reply["status"] == "ok", reply
+
+    def responsive(self, timeout: float = 10) -> bool:
+        """The kernel is alive and runs a trivial cell within ``timeout`` seconds."""
+        if not self.km.is_alive():
+            return False
+        try:
+            return self.run("pass", timeout=timeout)["status"] == "ok"
+        except (TimeoutError, RuntimeError):
+            return False
+
+    def revive(self) -> None:
+        """Replace a dead or stuck kernel by a new one, set up as at the start, so that a test
+        that broke the module's kernel fails alone rather than every test after it."""
+        self.kc.stop_channels()
+        self.km.restart_kernel(now=True)
+        self._connect()
 
     def run(self, code: str, timeout: float = 30) -> dict[str, Any]:
         """Execute and wait; returns the reply content plus the printed ``stdout``."""

@@ -122,6 +122,24 @@ def test_the_clock_interrupts_sleeping_code_on_the_main_thread() -> None:
     assert seen[0].startswith("Still running: 0 s of its 0.5 s limit · last printed: step 1")
 
 
+def test_a_deferred_clock_counts_from_begin() -> None:
+    """``run_code`` starts the clock before SIGINT raises in the code: until ``begin`` the
+    clock neither interrupts nor counts (a KeyboardInterrupt here would fail the test)."""
+    with CodeClock(0.3, lambda: "", None, deferred=True) as clock, interruptible():
+        time.sleep(0.6)  # past the limit, not begun
+        assert not clock.timed_out
+        started = time.monotonic()
+        try:
+            clock.begin()
+            time.sleep(30)
+            clock.finish()
+        except KeyboardInterrupt:
+            clock.stop()
+    assert clock.timed_out
+    assert 0.25 < clock.elapsed < 5
+    assert time.monotonic() - started < 5
+
+
 def test_code_that_ends_in_time_is_not_interrupted() -> None:
     with CodeClock(0.3, lambda: "", None) as clock:
         clock.finish()

@@ -16,6 +16,10 @@ The interrupt and the end of the code cannot cross: ``finish`` (the last stateme
 the signal or it was sent before ``finish`` returned, and ``finish`` then waits (bounded) until
 Python runs its handler, so the ``KeyboardInterrupt`` lands inside the code's ``try``, never in
 the code after it.
+
+Starting the clock's thread waits for that thread to run, which under load takes a while, so
+``run_code`` starts the clock (``deferred``) before it makes SIGINT raise in the code, and calls
+``begin`` once it has: the clock counts from there and never signals before it.
 """
 
 from __future__ import annotations
@@ -66,6 +70,7 @@ class CodeClock:
         *,
         quiet: float = QUIET_SECONDS,
         tick: float = TICK_SECONDS,
+        deferred: bool = False,
     ) -> None:
         self.limit = limit if limit and limit > 0 else None
         self.output, self.report = output, report
@@ -74,6 +79,8 @@ class CodeClock:
         self.elapsed = 0.0
         self._lock = threading.Lock()
         self._done = threading.Event()
+        self._begun = threading.Event()
+        self._deferred = deferred
         self._main = threading.main_thread().ident
         self._thread: threading.Thread | None = None
         self._start = time.monotonic()
@@ -86,7 +93,8 @@ class CodeClock:
         )
 
     def __enter__(self) -> CodeClock:
-        self._start = time.monotonic()
+        if not self._deferred:
+            self.begin()
         if self.active:
             self._thread = threading.Thread(target=self._watch, name="pi-code-clock", daemon=True)
             self._thread.start()
@@ -98,6 +106,11 @@ class CodeClock:
         self.stop()
         if self._thread is not None:
             self._thread.join(timeout=1.0)
+
+    def begin(self) -> None:
+        """The code starts now: count from here (``deferred`` clocks wait for this)."""
+        self._start = time.monotonic()
+        self._begun.set()
 
     def stop(self) -> bool:
         """Stop the clock; True when it had already fired."""
@@ -117,6 +130,9 @@ class CodeClock:
                 time.sleep(0.001)
 
     def _watch(self) -> None:
+        while not self._begun.wait(0.05):
+            if self._done.is_set():
+                return
         deadline = self._start + self.limit if self.limit is not None else None
         next_report = self._start + self.quiet
         while True:

@@ -92,12 +92,18 @@ def interruptible() -> Iterator[None]:
 
     In an awaiting cell ipykernel replaces the SIGINT handler with one that only cancels the
     cell's task, which cannot stop synchronous code.
+
+    The ``KeyboardInterrupt`` may come at any bytecode from the swap on, this function's own
+    included, so the caller must enter this inside the ``try`` that catches it, and keep
+    anything that may wait (starting or joining a thread) out of it: a ``KeyboardInterrupt``
+    that escapes into the kernel's event loop stops the loop, and ipykernel then exits.
     """
     if not _on_main_thread():
         yield
         return
-    saved = signals.signal(signals.SIGINT, signals.default_int_handler)
-    try:
+    saved = signals.getsignal(signals.SIGINT)
+    try:  # the swap inside the try: an interrupt right after it still restores the handler
+        signals.signal(signals.SIGINT, signals.default_int_handler)
         yield
     finally:
         signals.signal(signals.SIGINT, saved)

@@ -323,19 +323,24 @@ class NotebookTools(EditTools):
         value, error = None, None
         figures_before = open_figures()
         report = self._progress_of(tool_call_id)
-        with capture_output() as captured, interruptible():
-            clock = CodeClock(self.code_timeout, lambda: captured.stdout, report)
+        # Only the inner block turns SIGINT into KeyboardInterrupt: the clock's thread starts and
+        # joins outside it (under load that wait is where an interrupt lands), and the try that
+        # catches the interrupt encloses the handler swap itself.
+        with capture_output() as captured:
+            clock = CodeClock(self.code_timeout, lambda: captured.stdout, report, deferred=True)
             with clock:
                 try:
-                    try:
-                        raise_if_interrupted()  # an interrupt that came just before this handler swap
-                        if body.body:
-                            exec(compile(body, filename, "exec"), global_ns, ns)
-                        if last is not None:
-                            value = eval(compile(last, filename, "eval"), global_ns, ns)
-                    except Exception as exc:
-                        error = _format_user_error(exc)
-                    clock.finish()  # the clock's interrupt, if it fired just now, lands here
+                    with interruptible():
+                        try:
+                            clock.begin()
+                            raise_if_interrupted()  # an interrupt that came before the handler swap
+                            if body.body:
+                                exec(compile(body, filename, "exec"), global_ns, ns)
+                            if last is not None:
+                                value = eval(compile(last, filename, "eval"), global_ns, ns)
+                        except Exception as exc:
+                            error = _format_user_error(exc)
+                        clock.finish()  # the clock's interrupt, if it fired just now, lands here
                 except KeyboardInterrupt:
                     clock.stop()
                     if not clock.timed_out and self.on_interrupt is not None:
