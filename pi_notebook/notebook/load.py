@@ -120,6 +120,11 @@ def make_transformer(shell: Any) -> Any:
         return [_AWAIT_CALL.format(line=line, body=body)]
 
     setattr(pi_transformer, _MARKER, True)
+    # It writes the user's namespace, and IPython's completeness check (``check_complete``: is
+    # the input done, or does Enter add a line?) skips such transformers: a ``%%pi`` cell then
+    # stays a cell magic there, complete at a blank line, so a terminal or ``jupyter console``
+    # lets the prompt be typed below its ``%%pi`` line instead of running the line alone.
+    pi_transformer.has_side_effects = True  # type: ignore[attr-defined]
     return pi_transformer
 
 

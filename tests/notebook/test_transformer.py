@@ -77,6 +77,17 @@ def test_transform_emits_one_awaited_call_with_exact_literals(ip: Any) -> None:
     assert ip.should_run_async(transformed, transformed_cell=transformed)
 
 
+def test_a_pi_cell_typed_in_a_terminal_waits_for_its_blank_line(ip: Any) -> None:
+    """``check_complete`` is what IPython's terminal and ``jupyter console`` (through the
+    kernel's is_complete reply) ask before Enter runs the input: a ``%%pi`` line alone ran at
+    once ("%%pi needs a prompt") and a prompt could not be typed below it."""
+    check = ip.input_transformer_manager.check_complete
+    assert check("%%pi --model faux:faux-1\n") == ("incomplete", 0)
+    assert check("%%pi --model faux:faux-1\nWhat is in df?\n") == ("incomplete", 0)
+    assert check("%%pi --model faux:faux-1\nWhat is in df?\n\n") == ("complete", None)
+    assert check("x = 1\n") == ("complete", None)
+
+
 def test_other_magics_and_code_pass_untouched(ip: Any) -> None:
     assert "run_cell_magic('pi_sync'" in ip.transform_cell("%%pi_sync\nhello\n")
     code = "d = {k: v for k, v in {'a': 1}.items()}\n"
