@@ -50,7 +50,11 @@ def test_root_prompt_controls_and_placeholder() -> None:
     assert text.placeholder == "Steer the agent"
     assert len(classed(view, "pi-footer")) == 1
     assert view.state.notice == ""
-    assert repr(view.widget) == "pi_notebook live view"
+    shown = view.widget._repr_mimebundle_()["text/plain"]  # what a frontend without widgets shows
+    assert shown == (
+        "pi_notebook live view (no widgets here: %%pi --text prints the run, jupyter console --kernel pi "
+        "streams it)"
+    )
 
 
 def test_the_prompt_shows_what_the_model_received_once_the_message_is_sent() -> None:

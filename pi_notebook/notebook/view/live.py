@@ -89,12 +89,21 @@ class ViewControls:
     """The "Queue" button: ``session.queue(text, "follow_up")`` (run when the agent would stop)."""
 
 
+LIVE_VIEW_TEXT = (
+    "pi_notebook live view (no widgets here: %%pi --text prints the run, jupyter console --kernel pi "
+    "streams it)"
+)
+"""At most 110 characters: ipywidgets cuts a longer text repr."""
+
+
 class _ViewBox(W.VBox):  # type: ignore[misc]
     """The root box. Its text repr is what nbval compares for a widget display, so it must
-    not contain widget values that differ between runs."""
+    not contain widget values that differ between runs. It is all that a frontend without
+    widgets that also ignores display updates shows of the run (``jupyter console`` with the
+    Python kernel), so it says what to use there."""
 
     def __repr__(self) -> str:
-        return "pi_notebook live view"
+        return LIVE_VIEW_TEXT
 
 
 def close_tree(widget: W.Widget) -> None:
