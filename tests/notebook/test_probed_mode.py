@@ -84,6 +84,7 @@ def test_a_template_with_tool_calls_or_none_said_keeps_tools(
     [first] = chats(server)
     assert "run_code" in [t["function"]["name"] for t in first["tools"]]
     assert "tool mode: code" not in shown
+    assert "tool mode: tools" in shown  # a local model's run names its mode
 
 
 def test_the_users_choice_and_the_models_file_come_first(ip: Any, server: LoopbackServer) -> None:

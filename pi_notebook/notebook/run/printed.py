@@ -6,7 +6,8 @@
   (``agent/printed_turns.py``). The run's mode is decided when it starts
   (``resolve_tool_mode``: ``--tool-mode`` / ``c.PiMagics.tool_mode``, the model's
   ``toolMode``, else tools). Code mode needs ``run_code`` among the run's tools; without it the
-  run uses tools mode and says why. In code mode the footer says ``tool mode: code``.
+  run uses tools mode and says why. The footer names the mode of a code-mode run and of any
+  run of a local model (``tool mode: tools``, ``tool mode: code``).
 * ``before_tool_call``: the run's approval gate, after one question of its own: a call
   recovered from the model's text (JSON, ``<tool_call>`` tags, a ```python block in tools
   mode) asks on its card before anything else (``--recovered-calls ask``, the default),
@@ -34,6 +35,7 @@ from ...agent.tool_mode import ToolMode, resolve_tool_mode
 from ...agent.tools import resolve
 from ...agent.types import BeforeToolCallContext, BeforeToolCallResult, StreamFn, TurnContext
 from ...ai.abort import AbortSignal
+from ...ai.providers.openai_completions_request import is_local_model
 from ...ai.types import ToolCall
 from ..config import DEFAULT_SYSTEM_PROMPT
 from .approval import ALWAYS_ASK, USER_DENIED, ApprovalGate
@@ -134,13 +136,18 @@ class PrintedCalls:
         """The run's mode (``resolve_tool_mode``), told once: the footer, a line when code
         mode cannot be had."""
         if self.mode is None:
-            mode = resolve_tool_mode(self.requested, self._model(), self.probed)
+            model = self._model()
+            mode = resolve_tool_mode(self.requested, model, self.probed)
             if mode == "code" and "run_code" not in self.tools:
                 self._notice(NO_RUN_CODE, "tool-mode")
                 mode = "tools"
             self.mode = mode
-            if mode == "code":
-                self._footer("code")
+            # named where it was a choice: code mode, and any run of a model a server on the
+            # user's machine serves (the models file, the server or the flag may have picked
+            # either); the offline faux model has a loopback address but no server
+            served_locally = model is not None and is_local_model(model) and not model.api.startswith("faux")
+            if mode == "code" or served_locally:
+                self._footer(mode)
         return self.mode
 
     def wrap(self, own: StreamFn) -> StreamFn:
