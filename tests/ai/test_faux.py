@@ -212,6 +212,23 @@ async def test_a_growing_transcript_is_estimated_as_if_serialized_afresh(faux: F
         assert (await complete(faux.get_model(), context)).usage.input == expected
 
 
+async def test_the_tools_are_estimated_as_if_serialized_afresh(faux: FauxRegistration) -> None:
+    """The faux reuses the text of the previous call's tools while the context holds the same
+    tool objects; another tool, another order or an equal copy is estimated anew."""
+
+    def tool(name: str, description: str = "d") -> Tool:
+        return Tool(name=name, description=description, parameters={"type": "object", "properties": {}})
+
+    a, b = tool("a"), tool("b")
+    longer = tool("b", "a much longer description")
+    tool_lists = [[a, b], [a, b], [b, a], [a], [a, longer], [a, tool("b")], []]
+    faux.set_responses([faux_assistant_message("x")] * len(tool_lists))
+    for tools in tool_lists:
+        context = Context(system_prompt="s", messages=[UserMessage(content="hi")], tools=tools)
+        expected = math.ceil(len(serialize_context(context)) / 4)
+        assert (await complete(faux.get_model(), context)).usage.input == expected, [t.name for t in tools]
+
+
 async def test_does_not_share_cache_across_sessions_or_requests_without_session_id(
     faux: FauxRegistration,
 ) -> None:
