@@ -44,7 +44,7 @@ def run_values(ns: argparse.Namespace, config: PiConfig) -> dict[str, Any]:
     for option, name, dest, is_flag, from_trait, default in _RUN_PLAN:
         given = getattr(ns, dest) if dest is not None else None
         if given is not None and (given or not is_flag):  # a flag not given is False
-            values[name] = option.cell_value(given)
+            values[name] = given if is_flag else option.cell_value(given)
         elif from_trait:
             values[name] = getattr(config, name)
         else:
@@ -91,6 +91,8 @@ class RunOptions:
 
     def __init__(self, values: Mapping[str, Any], config: PiConfig, mcp_names: Iterable[str] = ()) -> None:
         self.__dict__.update(values)
+        self.policy: Policy | None = cast("Policy | None", self.approve or None)
+        """``--approve``, else ``c.PiMagics.approve``; None: the run mode decides."""
         try:
             self.tool_names: list[str] = parse_tools_spec(self.tools, mcp_names)
         except ValueError as exc:
@@ -112,11 +114,6 @@ class RunOptions:
         """``--max-cost`` / ``--max-total-tokens`` (or their ``PiMagics`` defaults); 0: no limit."""
         self._default_code_timeout = config.code_timeout
         self._headless_code_timeout = config.headless_code_timeout
-
-    @property
-    def policy(self) -> Policy | None:
-        """``--approve``, else ``c.PiMagics.approve``; None: the run mode decides."""
-        return cast("Policy | None", self.approve or None)
 
     def code_limit(self, headless: bool) -> float | None:
         """Seconds one ``run_code`` call may run (None: no limit): ``--code-timeout``, else

@@ -157,13 +157,10 @@ def _definition(tool: Tool) -> dict[str, Any]:
     return {"name": tool.name, "description": tool.description, "parameters": tool.parameters}
 
 
-def _code_mode(runner: Any, model: Model | None) -> bool:
-    """Tell the run's tool mode what the server said, and whether the run is in code mode."""
+def _code_mode(runner: Any) -> bool:
+    """Whether the run is in code mode (its tool mode, told what the server said)."""
     printed = getattr(runner, "printed", None)
-    if printed is None or model is None:
-        return False
-    printed.probed = tool_mode_of(known_facts(model))  # what the probe just heard: no request
-    return bool(printed.resolve() == "code")
+    return printed is not None and printed.resolve() == "code"
 
 
 def trimmed_line(tools: int, after: int, before: int, left_out: dict[str, list[str]] | None = None) -> str:
@@ -192,19 +189,26 @@ def usable(
     return kept, left_out
 
 
-async def fit_run(runner: Any, run: AgentRunOptions) -> AgentRunOptions:
+async def fit_run(runner: Any, run: AgentRunOptions, model: Model | None) -> AgentRunOptions:
     """Ask a local server about its model (``probe_local_server``: the window; whether its
     template takes tool calls, which the run's tool mode weighs), then, for a small model in
     tools mode, ``run`` with only the tools it can use, compact schemas and a compact system
     prompt, and a line on the card saying so. ``runner`` is the cell's ``PiRun``: its session,
-    plan, view and tool mode (``printed``) are read, nothing of the agent is written."""
+    plan, view and tool mode (``printed``) are read, nothing of the agent is written; ``model``:
+    the model the run starts with (a local server's is asked for its window first)."""
+    if model is None:
+        return run
     session = runner.session
-    await probe_local_server(session)
-    model = session.model
-    if _code_mode(runner, model):  # code mode sends no tool and a short prompt of its own
+    if model.provider in LOCAL_SERVERS and model.base_url:  # only a local server is asked
+        await probe_local_server(session)
+        model = session.model or model
+        printed = getattr(runner, "printed", None)
+        if printed is not None:  # what the probe just heard: no request
+            printed.probed = tool_mode_of(known_facts(model))
+    if not is_small(model) or _code_mode(runner):  # code mode: no tool, a short prompt of its own
         return run
     tools = list(run.tools if run.tools is not None else session.state.tools)
-    if model is None or not is_small(model) or not tools:  # no tools: a prompt of ~100 tokens
+    if not tools:  # no tools: a prompt of ~100 tokens
         return run
     plan = runner.plan
     own_prompt = session.state.system_prompt

@@ -41,7 +41,9 @@ from ..config import DEFAULT_SYSTEM_PROMPT
 from .approval import ALWAYS_ASK, USER_DENIED, ApprovalGate
 from .unparsed import offer_line
 
-__all__ = ["CODE_PROMPT", "PrintedCalls", "code_system_prompt", "offer_recovered", "printed_calls_of"]
+__all__ = [
+    "CODE_PROMPT", "PrintedCalls", "code_system_prompt", "offer_recovered", "printed_calls_of", "printed_run",
+]  # fmt: skip
 
 CODE_PROMPT = (
     "You work in a live Jupyter notebook with a Python kernel. To compute, inspect data or check "
@@ -176,6 +178,15 @@ class PrintedCalls:
             self.denied.add(call.id)
             return BeforeToolCallResult(block=True, reason=USER_DENIED)
         return await self.gate(ctx, signal)
+
+
+def printed_run(
+    run: Any, gate: ApprovalGate, tools: list[Any], options_of_run: AgentRunOptions
+) -> tuple[PrintedCalls, AgentRunOptions]:
+    """The ``PrintedCalls`` of a ``PiRun`` with these ``tools``, and ``options_of_run`` with its
+    stream function, gate and turn check (``PrintedCalls.apply``)."""
+    printed = printed_calls_of(run, gate, tools)
+    return printed, printed.apply(options_of_run)
 
 
 def printed_calls_of(run: Any, gate: ApprovalGate, tools: list[Any]) -> PrintedCalls:

@@ -51,7 +51,7 @@ from .errors import RunFailed, explain_error
 from .extension_ui import CellUI
 from .fit import fit_run, run_options
 from .loop_guard import LoopGuard
-from .printed import PrintedCalls, printed_calls_of
+from .printed import PrintedCalls, printed_run
 from .reattach import attach, shows_run
 from .reload import PageWatch
 from .unparsed import offer_unparsed_calls, retry_in_place
@@ -206,10 +206,10 @@ class PiRun:
         mcp = [] if options.no_tools or options.read_only else mcp
         every = own + tools.build(options.tool_names) + mcp + self.extra_tools
         gate = self._gate(tools.preview)
-        self.printed = printed_calls_of(self, gate, every)  # --tool-mode, --recovered-calls
-        run = self.printed.apply(
-            run_options(options, tools=every, before_tool_call=gate, should_stop_after_turn=self._after_turn)
-        )
+        self.printed, run = printed_run(  # --tool-mode, --recovered-calls
+            self, gate, every,
+            run_options(options, tools=every, before_tool_call=gate, should_stop_after_turn=self._after_turn),
+        )  # fmt: skip
         self.session.settings = self.plan.settings
         self.session.budget = self.plan.conversation_budget
         unsubscribe = (
@@ -222,7 +222,7 @@ class PiRun:
         try:
             if self.interrupted:  # interrupted before this loop existed (fallback): do not start
                 return
-            run = await fit_run(self, run)  # the server's window; a small model's prompt
+            run = await fit_run(self, run, held.model)  # the server's window; a small model's prompt
             with extensions.using_ui(self._extension_ui()):
                 await self.session.prompt(  # --tools none: not the skills' read tool either
                     self.plan.message, run=run, budget=self.plan.budget, skills=not options.no_tools,
