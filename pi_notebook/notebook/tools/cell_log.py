@@ -24,6 +24,8 @@ UNRECORDED = "pi_notebook_unrecorded"
 """A display whose metadata has this key is the extension's (the Explain / Fix offer shown after
 the cell was filed): it is not recorded as the next cell's output."""
 _OWN_CELL = re.compile(r"^(?:[ \t]*(?:#[^\n]*)?\n)*[ \t]*%%?pi(?:\s|$)")
+_OLD_CELL_FILE = re.compile(r"<ipython-input-(\d+)-[0-9a-f]+>")
+"""A cell's file name before IPython 8 named it ``Cell In[N]`` (``_filename_map``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,6 +123,8 @@ def error_text(error: BaseException, cells: dict[str, int] | None = None) -> str
     for frame in frames:
         if cells and frame.filename in cells:
             frame.filename = f"Cell In[{cells[frame.filename]}]"
+        elif found := _OLD_CELL_FILE.fullmatch(frame.filename):  # IPython < 8 (Colab's 7.34)
+            frame.filename = f"Cell In[{found.group(1)}]"
     lines = traceback.format_list(frames) if frames else []
     text = "".join(["Traceback (most recent call last):\n", *lines] if lines else [])
     text += "".join(traceback.format_exception_only(type(error), error))
