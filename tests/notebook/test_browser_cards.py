@@ -266,6 +266,16 @@ def _reopened(page: Any, url: str, path: Path, expect: Any) -> None:
     cell = cells.nth(5)
     static = cell.locator(".pi-static")
     expect(static).to_contain_text("Rich done.", timeout=60_000)
-    static.scroll_into_view_if_needed()
+    # JupyterLab may render a reopened notebook's outputs once more (the kernel connecting, the
+    # windowed notebook attaching cells): a scroll that starts on the first rendering fails with
+    # "not attached to the DOM". The locator finds the new one on the next try (at most 3).
+    for attempt in range(3):
+        try:
+            static.scroll_into_view_if_needed(timeout=10_000)
+            break
+        except Exception as error:  # playwright's Error; the last try's goes to the test
+            if "not attached" not in str(error) or attempt == 2:
+                raise
+            page.wait_for_timeout(500)
     _figure_and_table(static, expect)
     cell.screenshot(path=str(SHOTS / "cards-rich-reopened.png"))

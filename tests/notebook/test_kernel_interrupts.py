@@ -35,7 +35,7 @@ POINTS = [
     pytest.param("finish", "code_clock", QUICK, True, id="code-just-ended"),
     pytest.param("__exit__", "code_clock", QUICK, True, id="clock-stopping"),
     pytest.param("take_figures", "outputs", QUICK, True, id="after-run-code"),
-    pytest.param("probe_local_server", "requests", QUICK, False, id="run-starting"),
+    pytest.param("fit_run", "fit", QUICK, False, id="run-starting"),
     pytest.param("_pace", "faux", QUICK, False, id="model-streaming"),
 ]
 
