@@ -36,7 +36,7 @@ from ..config import DEFAULT_NAME
 from ..result import TAG, ExportedCell, executed_calls
 from ..sessions.replay import Recording, replayed_messages
 from ..state import NotebookState, state_for
-from .show import _runs
+from .show import runs_with
 
 
 @dataclass
@@ -84,19 +84,8 @@ def parse(rest: str) -> tuple[int | None, str | None]:
 
 
 def find_export(state: NotebookState, name: str | None, number: int | None) -> Export:
-    key = name or DEFAULT_NAME
-    runs, where = _runs(state, key)
-    if not runs:
-        raise UsageError(
-            f"%pi export: conversation {key!r} has no recorded %%pi run in {where}; "
-            "run a %%pi cell first (%pi sessions lists the recorded conversations)"
-        )
+    runs = runs_with(state, name or DEFAULT_NAME, "%pi export", number)
     chosen = number or len(runs)
-    if chosen > len(runs):
-        raise UsageError(
-            f"%pi export {chosen}: conversation {key!r} has {len(runs)} recorded run"
-            f"{'s' if len(runs) != 1 else ''} in {where}; try %pi export {len(runs)}"
-        )
     return export_run(runs[chosen - 1], chosen)
 
 

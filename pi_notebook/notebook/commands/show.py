@@ -62,6 +62,24 @@ def _runs(state: NotebookState, name: str) -> tuple[list[Recording], str]:
     return recorded_runs(sessions.open_manager(latest.info.path)), latest.info.path
 
 
+def runs_with(state: NotebookState, key: str, command: str, number: int | None) -> list[Recording]:
+    """The conversation's recorded runs, at least ``number`` of them (``None``: at least one);
+    else a one-line ``UsageError`` for ``command`` (``%pi show``, ``%pi export``) saying where it
+    looked and what to try."""
+    runs, where = _runs(state, key)
+    if not runs:
+        raise UsageError(
+            f"{command}: conversation {key!r} has no recorded %%pi run in {where}; "
+            "run a %%pi cell first (%pi sessions lists the recorded conversations)"
+        )
+    if number is not None and number > len(runs):
+        raise UsageError(
+            f"{command} {number}: conversation {key!r} has {len(runs)} recorded run"
+            f"{'s' if len(runs) != 1 else ''} in {where}; try {command} {len(runs)}"
+        )
+    return runs
+
+
 def _request_id(shell: Any) -> str | None:
     kernel = get_kernel(shell)
     try:
@@ -76,18 +94,7 @@ def show_cmd(state: NotebookState, name: str | None, rest: str) -> None:
     count = _count(rest)
     if count == 1 and was_attached(_request_id(state.shell)):
         return  # the run showed itself in this cell while the cell waited (run/reattach.py)
-    key = name or DEFAULT_NAME
-    runs, where = _runs(state, key)
-    if not runs:
-        raise UsageError(
-            f"%pi show: conversation {key!r} has no recorded %%pi run in {where}; "
-            "run a %%pi cell first (%pi sessions lists the recorded conversations)"
-        )
-    if count > len(runs):
-        raise UsageError(
-            f"%pi show {count}: conversation {key!r} has {len(runs)} recorded run"
-            f"{'s' if len(runs) != 1 else ''} in {where}; try %pi show {len(runs)}"
-        )
+    runs = runs_with(state, name or DEFAULT_NAME, "%pi show", count)
     recording = runs[-count]
     view = StaticView(recording.prompt, [replayed_notice(recording, "%pi show")])
     run_coroutine(lambda: play(recording, view.handle))
