@@ -20,6 +20,7 @@ from pi_notebook.agent.printed_turns import code_context, printed_turns, recover
 from pi_notebook.agent.tool_mode import resolve_tool_mode
 from pi_notebook.ai.faux import FauxRegistration, faux_assistant_message, faux_text, faux_tool_call
 from pi_notebook.ai.models import USER_MODELS_ENV, get_model, reload_user_models
+from pi_notebook.ai.providers.openai_completions_request import is_local_model
 from pi_notebook.ai.types import (
     AssistantMessage,
     Context,
@@ -308,6 +309,17 @@ def test_a_python_block_ending_an_answer_is_a_call_only_from_a_local_model(faux:
         run = AgentRunOptions(wrap_stream=lambda own: printed_turns(own, mode="tools", accept=lambda _: True))
         asyncio.run(agent.prompt("fix it", run=run))
         assert ran == expected, base_url
+
+
+def test_the_offline_faux_model_is_not_a_local_server(faux: FauxRegistration) -> None:
+    """Port 0 names no server: the faux model's ``http://localhost:0`` is not read as a local
+    server (no ```python block read as a call, no tool mode in its footer)."""
+    model = faux.get_model()
+    assert model.base_url == "http://localhost:0"
+    assert not is_local_model(model)
+    assert is_local_model(model.model_copy(update={"base_url": "http://127.0.0.1:8080/v1"}))
+    assert is_local_model(model.model_copy(update={"provider": "ollama", "base_url": ""}))
+    assert not is_local_model(model.model_copy(update={"base_url": "https://api.example.com/v1"}))
 
 
 def test_recovered_ids_are_unique_in_the_transcript(faux: FauxRegistration) -> None:

@@ -16,6 +16,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import urlsplit
 
 from ..env import is_local_url
 from ..text import sanitize_surrogates, short_hash
@@ -143,8 +144,13 @@ def _families(model: Model) -> set[str]:
 
 
 def is_local_model(model: Model) -> bool:
-    """A model served on the user's machine (a local provider id or a loopback base URL)."""
-    return "local" in _families(model)
+    """A model a server on the user's machine serves (a local provider id or a loopback base
+    URL). Port 0 names no server: the offline faux model's ``http://localhost:0`` is not one."""
+    try:
+        no_server = urlsplit(model.base_url).port == 0
+    except ValueError:
+        no_server = False
+    return not no_server and "local" in _families(model)
 
 
 def detect_compat(model: Model) -> Compat:

@@ -145,10 +145,8 @@ class PrintedCalls:
                 mode = "tools"
             self.mode = mode
             # named where it was a choice: code mode, and any run of a model a server on the
-            # user's machine serves (the models file, the server or the flag may have picked
-            # either); the offline faux model has a loopback address but no server
-            served_locally = model is not None and is_local_model(model) and not model.api.startswith("faux")
-            if mode == "code" or served_locally:
+            # user's machine serves (the models file, the server or the flag may have picked either)
+            if mode == "code" or (model is not None and is_local_model(model)):
                 self._footer(mode)
         return self.mode
 
