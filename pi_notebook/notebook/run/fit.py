@@ -159,8 +159,7 @@ def _definition(tool: Tool) -> dict[str, Any]:
 
 def _code_mode(runner: Any) -> bool:
     """Whether the run is in code mode (its tool mode, told what the server said)."""
-    printed = getattr(runner, "printed", None)
-    return printed is not None and printed.resolve() == "code"
+    return bool(runner.printed.resolve() == "code")
 
 
 def trimmed_line(tools: int, after: int, before: int, left_out: dict[str, list[str]] | None = None) -> str:
@@ -194,7 +193,7 @@ async def fit_run(runner: Any, run: AgentRunOptions, model: Model | None) -> Age
     template takes tool calls, which the run's tool mode weighs), then, for a small model in
     tools mode, ``run`` with only the tools it can use, compact schemas and a compact system
     prompt, and a line on the card saying so. ``runner`` is the cell's ``PiRun``: its session,
-    plan, view and tool mode (``printed``) are read, nothing of the agent is written; ``model``:
+    plan, view and tool mode (``printed``, made before) are read, nothing of the agent is written; ``model``:
     the model the run starts with (a local server's is asked for its window first)."""
     if model is None:
         return run
@@ -202,9 +201,7 @@ async def fit_run(runner: Any, run: AgentRunOptions, model: Model | None) -> Age
     if model.provider in LOCAL_SERVERS and model.base_url:  # only a local server is asked
         await probe_local_server(session)
         model = session.model or model
-        printed = getattr(runner, "printed", None)
-        if printed is not None:  # what the probe just heard: no request
-            printed.probed = tool_mode_of(known_facts(model))
+        runner.printed.probed = tool_mode_of(known_facts(model))  # what the probe just heard
     if not is_small(model) or _code_mode(runner):  # code mode: no tool, a short prompt of its own
         return run
     tools = list(run.tools if run.tools is not None else session.state.tools)

@@ -42,7 +42,7 @@ from .approval import ALWAYS_ASK, USER_DENIED, ApprovalGate
 from .unparsed import offer_line
 
 __all__ = [
-    "CODE_PROMPT", "PrintedCalls", "code_system_prompt", "offer_recovered", "printed_calls_of", "printed_run",
+    "CODE_PROMPT", "PrintedCalls", "code_system_prompt", "offer_recovered", "printed_run",
 ]  # fmt: skip
 
 CODE_PROMPT = (
@@ -183,11 +183,11 @@ def printed_run(
 ) -> tuple[PrintedCalls, AgentRunOptions]:
     """The ``PrintedCalls`` of a ``PiRun`` with these ``tools``, and ``options_of_run`` with its
     stream function, gate and turn check (``PrintedCalls.apply``)."""
-    printed = printed_calls_of(run, gate, tools)
+    printed = _printed_calls(run, gate, tools)
     return printed, printed.apply(options_of_run)
 
 
-def printed_calls_of(run: Any, gate: ApprovalGate, tools: list[Any]) -> PrintedCalls:
+def _printed_calls(run: Any, gate: ApprovalGate, tools: list[Any]) -> PrintedCalls:
     """The ``PrintedCalls`` of a ``PiRun`` with these ``tools``."""
     options, mode = run.plan.options, run.plan.mode
     why = "a headless run" if mode.headless.headless else "nobody can click Approve in this run"
