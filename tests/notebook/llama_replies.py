@@ -64,10 +64,10 @@ def dumped(body: Any) -> str:
 UNPARSED = "The model produced output that does not match the expected Hermes 2 Pro format"
 
 
-def unparsed_reply(code: str) -> list[bytes]:
+def unparsed_reply(code: str, model: str = "qwen") -> list[bytes]:
     """What llama-server streams when the text after a complete tool call does not parse: the
     call's deltas, then an error event, and no ``[DONE]``."""
-    head = {"id": "c1", "object": "chat.completion.chunk", "created": 1, "model": "qwen"}
+    head = {"id": "c1", "object": "chat.completion.chunk", "created": 1, "model": model}
     call = {"index": 0, "id": "t1", "type": "function", "function": {"name": "run_code", "arguments": ""}}
     args = {"index": 0, "function": {"arguments": json.dumps({"code": code})}}
     chunks = [

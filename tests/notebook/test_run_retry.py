@@ -7,7 +7,6 @@ short."""
 from __future__ import annotations
 
 import asyncio
-import json
 import sys
 import time
 from collections.abc import Iterator
@@ -20,6 +19,7 @@ from IPython.core.error import UsageError
 sys.path.insert(0, str(Path(__file__).parent))
 
 from kernel_ipshell import ip_fixture, outputs, run  # noqa: F401
+from llama_replies import unparsed_reply
 from loopback import Delay, LoopbackServer, Reply, json_reply, serving, sse
 
 from pi_notebook.agent import Agent
@@ -400,22 +400,10 @@ async def test_the_live_view_shows_the_wait_and_its_stop_button_ends_it(faux: Fa
 
 # --- a tool call the server could not parse after it --------------------------------------------
 
-UNPARSED = "The model produced output that does not match the expected Hermes 2 Pro format"
-
-
 def call_then_parse_error(code: str = "x = 6 * 7") -> list[bytes]:
-    """What llama-server streams when the text after a complete tool call does not parse: the
-    call's deltas, then an error event, and no ``[DONE]``."""
-    head = {"id": "c1", "object": "chat.completion.chunk", "created": 1, "model": "tiny"}
-    call = {"index": 0, "id": "t1", "type": "function", "function": {"name": "run_code", "arguments": ""}}
-    args = {"index": 0, "function": {"arguments": json.dumps({"code": code})}}
-    chunks = [
-        {**head, "choices": [{"index": 0, "delta": {"role": "assistant", "content": None}}]},
-        {**head, "choices": [{"index": 0, "delta": {"tool_calls": [call]}}]},
-        {**head, "choices": [{"index": 0, "delta": {"tool_calls": [args]}}]},
-    ]
-    error = {"error": {"code": 500, "message": UNPARSED, "type": "server_error"}}
-    return [sse(c) for c in chunks] + [sse(error)]
+    """What llama-server streams when the text after a complete tool call does not parse
+    (``llama_replies.unparsed_reply``), for this file's ``tiny`` model."""
+    return unparsed_reply(code, model="tiny")
 
 
 def test_a_parse_error_after_a_complete_call_leaves_it_not_executed_where_nobody_can_click(
