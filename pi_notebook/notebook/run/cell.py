@@ -91,16 +91,34 @@ def tell(run: PiRun, lines: list[str]) -> None:
         run.view.add_notice(line)
 
 
+async def surroundings(state: NotebookState, shell: Any) -> tuple[CellContext, list[str]]:
+    """An awaited cell's context, after the trust question (before planning: trust decides what
+    /name expands to), and what failed of the extensions discovered after it (a project's
+    extensions wait for trust)."""
+    where = cell_context(state, awaited=True)
+    try:
+        where = await ask_trust(state.resources, shell, where)
+    except asyncio.CancelledError:  # an interrupt while the question waited, as for a run
+        raise RunInterrupted from None
+    return where, await discover(state, where)
+
+
+def surroundings_sync(state: NotebookState) -> tuple[CellContext, list[str]]:
+    """``surroundings`` where nobody can answer (the fallback magic): an undecided folder is
+    untrusted, and the extensions load on a loop of their own."""
+    where = cell_context(state, awaited=False)
+    failed: list[str] = []
+    loader = threading.Thread(target=lambda: failed.extend(asyncio.run(discover(state, where))), daemon=True)
+    loader.start()  # its own loop: this thread may be inside the kernel's running one
+    loader.join()
+    return where, failed
+
+
 async def run_pi(line: str, body: str) -> None:
     """The awaited ``%%pi`` path (the input transformer's target)."""
     shell = _shell()
     state = state_for(shell)
-    where = cell_context(state, awaited=True)
-    try:  # before planning: trust decides what /name expands to
-        where = await ask_trust(state.resources, shell, where)
-    except asyncio.CancelledError:  # an interrupt while the question waited, as for a run
-        raise RunInterrupted from None
-    failed = await discover(state, where)  # after trust: a project's extensions wait for it
+    where, failed = await surroundings(state, shell)
     run = prepare_run(state, line, body, where)
     tell(run, failed)
     await run_awaited(run)
@@ -131,11 +149,7 @@ async def run_awaited(run: PiRun) -> None:
 def run_pi_sync(line: str, body: str, shell: Any = None) -> PiResult:
     """The ``%%pi`` cell magic: run to completion without waiting for clicks."""
     state = state_for(_shell(shell))
-    where = cell_context(state, awaited=False)  # nobody can answer: an undecided folder is untrusted
-    failed: list[str] = []
-    loader = threading.Thread(target=lambda: failed.extend(asyncio.run(discover(state, where))), daemon=True)
-    loader.start()  # its own loop: this thread may be inside the kernel's running one
-    loader.join()
+    where, failed = surroundings_sync(state)
     run = prepare_run(state, line, body, where)
     tell(run, failed)
     result = run_sync(run)

@@ -30,9 +30,7 @@ Three ways in, one run:
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
-import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Protocol
@@ -45,11 +43,9 @@ from ..host.compat import get_kernel
 from ..state import NotebookState, state_for
 from ..tools.cell_log import FailedCell
 from ..tools.references import redact_known, secret_values
-from .cell import discover, prepare_run, run_awaited, run_sync, tell
+from .cell import discover, prepare_run, run_awaited, run_sync, surroundings, surroundings_sync, tell
 from .context import CellContext, cell_context
-from .errors import RunInterrupted
 from .runner import PiRun
-from .trust import ask_trust
 
 __all__ = ["KINDS", "failed_cell", "help_awaited", "help_clicked", "help_command", "help_prompt"]
 
@@ -118,12 +114,7 @@ async def help_awaited(shell: Any, line: str) -> None:
     state = state_for(shell)
     options, kind, rest = _split(line)
     failed = failed_cell(state, kind, parse_number(kind, rest))
-    where = cell_context(state, awaited=True)
-    try:
-        where = await ask_trust(state.resources, shell, where)
-    except asyncio.CancelledError:
-        raise RunInterrupted from None
-    problems = await discover(state, where)
+    where, problems = await surroundings(state, shell)
     prompt = help_prompt(state, kind, failed, where)
     run = prepare_run(state, options, prompt, where, read_only=kind == "explain")
     tell(run, problems)
@@ -136,11 +127,7 @@ def help_command(kind: str) -> Callable[[NotebookState, str | None, str], None]:
 
     def command(state: NotebookState, name: str | None, rest: str) -> None:
         failed = failed_cell(state, kind, parse_number(kind, rest))
-        where = cell_context(state, awaited=False)
-        problems: list[str] = []
-        loader = threading.Thread(target=lambda: problems.extend(asyncio.run(discover(state, where))))
-        loader.start()  # its own loop: this thread may be inside the kernel's running one
-        loader.join()
+        where, problems = surroundings_sync(state)
         options = f"--name {name}" if name else ""
         prompt = help_prompt(state, kind, failed, where)
         run = prepare_run(state, options, prompt, where, read_only=kind == "explain")
